@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Builds the pinned binaries that the local control plane and the tests run, each from its own
+# wrapper module under hack/tools/<module> so that the project's go.mod stays clean.
+#
+# Binaries live in a cache outside the clone, keyed by tool, version and the wrapper's go.sum,
+# so every clone on the machine reuses them; bin/<tool> is a symlink into that cache.
+#
+#   hack/tools.sh            build what is missing, link everything into bin/
+#   hack/tools.sh --print    print the cache directory of every tool (nothing is built)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${CF_HNC_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cf-hnc/tools}
+bindir=$root/bin
+kube_version=v1.37.2
+setup_envtest_version=v0.25.1
+version_pkg=k8s.io/component-base/version
+# Without these, the binaries report v0.0.0-master+$Format:%H$, which knative-based
+# controllers (kpack) cannot parse.
+kube_ldflags="-X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=37 -X $version_pkg.gitTreeState=clean -X $version_pkg.gitCommit=$kube_version"
+
+# tool | version | wrapper module | package | extra ldflags | loopback patch | first-build minutes
+tools=(
+  "etcd|v3.6.16|etcd|go.etcd.io/etcd/server/v3|||3"
+  "kube-apiserver|$kube_version|kube|k8s.io/kubernetes/cmd/kube-apiserver|$kube_ldflags||25"
+  "kube-controller-manager|$kube_version|kube|k8s.io/kubernetes/cmd/kube-controller-manager|$kube_ldflags||5"
+  "hnc-manager|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/manager||hnc|5"
+  "kubectl-hns|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/kubectl|||1"
+  "kpack-controller|v0.18.0|kpack|github.com/pivotal/kpack/cmd/controller||kpack|20"
+  "controller-gen|v0.23.0|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|||1"
+)
+
+# Every server the project starts listens on 127.0.0.1 only. Two upstream servers have no flag
+# for their listen host: HNC's webhook server (controller-runtime 0.11 binds all interfaces when
+# Options.Host is empty) and kpack's profiling server (knative binds ":"+PROFILING_PORT). The
+# build replaces the one line that sets the address with `go build -overlay`; the module
+# sources stay untouched, and a changed upstream line fails the build instead of binding wide.
+# patch name -> "module|file in module|sed expression"
+declare -A loopback_patches=(
+  [hnc]='sigs.k8s.io/hierarchical-namespaces|cmd/manager/main.go|s/^\(\t*\)Port: *webhookServerPort,$/&\n\1Host: "127.0.0.1",/'
+  [kpack]='knative.dev/pkg|profiling/server.go|s/Addr: *":" + port,/Addr: "127.0.0.1:" + port,/'
+)
+
+say() { printf '[tools] %s\n' "$*" >&2; }
+
+# The key changes with the wrapper's pins and with the loopback patch, if any.
+build_key() { # wrapper patch
+  { cat "$root/hack/tools/$1/go.mod" "$root/hack/tools/$1/go.sum"; [[ -z $2 ]] || echo "${loopback_patches[$2]}"; } |
+    sha256sum | cut -c1-12
+}
+
+cache_dir() { # tool version wrapper patch
+  printf '%s/%s-%s-%s' "$cache" "$1" "$2" "$(build_key "$3" "${4:-}")"
+}
+
+# go build prints nothing for many minutes on a cold cache; say that it is alive.
+with_heartbeat() { # label command...
+  local label=$1 start=$SECONDS; shift
+  ( while sleep 60; do say "still building $label ($(( (SECONDS - start) / 60 )) min so far)"; done ) &
+  local beat=$!
+  local rc=0
+  "$@" || rc=$?
+  kill "$beat" 2>/dev/null; wait "$beat" 2>/dev/null || true
+  return "$rc"
+}
+
+# setup-envtest downloads release binaries of kube-apiserver and etcd in seconds where a
+# network allows it. Here it fails fast and the source build is the fallback.
+try_envtest_download() { # tool version dest
+  [[ $1 == kube-apiserver || $1 == etcd ]] || return 1
+  [[ ${CF_HNC_NO_DOWNLOAD:-} == "" ]] || return 1
+  local setup_envtest
+  setup_envtest=$(cache_dir setup-envtest "$setup_envtest_version" controller-gen)/setup-envtest
+  if [[ ! -x $setup_envtest ]]; then
+    mkdir -p "$(dirname "$setup_envtest")"
+    GOBIN=$(dirname "$setup_envtest") go install \
+      "sigs.k8s.io/controller-runtime/tools/setup-envtest@$setup_envtest_version" >/dev/null 2>&1 || return 1
+  fi
+  local dir
+  dir=$(timeout 120 "$setup_envtest" use "${kube_version#v}" --bin-dir "$cache/envtest" -p path 2>/dev/null) || return 1
+  [[ -x $dir/$1 ]] || return 1
+  # envtest's bundle pairs kube-apiserver $kube_version with its own etcd; use both from it.
+  cp "$dir/$1" "$3.tmp.$$" && mv -f "$3.tmp.$$" "$3"
+}
+
+# Writes the patched file and the overlay description into $2 and prints the -overlay flag.
+loopback_overlay() { # wrapper dir patch
+  local wrapper=$1 dir=$2 module file expr src
+  IFS='|' read -r module file expr <<<"${loopback_patches[$3]}"
+  src=$(go list -C "$root/hack/tools/$wrapper" -m -f '{{.Dir}}' "$module")/$file
+  sed "$expr" "$src" >"$dir/overlay.go"
+  if cmp -s "$src" "$dir/overlay.go"; then
+    say "the loopback patch for $module/$file no longer matches upstream; update hack/tools.sh"
+    return 1
+  fi
+  printf '{"Replace":{"%s":"%s"}}\n' "$src" "$dir/overlay.go" >"$dir/overlay.json"
+  printf -- '-overlay=%s' "$dir/overlay.json"
+}
+
+build_tool() { # tool version wrapper package ldflags patch minutes
+  local tool=$1 version=$2 wrapper=$3 pkg=$4 ldflags=$5 patch=$6 minutes=$7
+  local dir out overlay=()
+  dir=$(cache_dir "$tool" "$version" "$wrapper" "$patch")
+  out=$dir/$tool
+  if [[ ! -x $out ]]; then
+    mkdir -p "$dir"
+    if try_envtest_download "$tool" "$version" "$out"; then
+      say "downloaded $tool $version with setup-envtest"
+    else
+      say "building $tool $version from source (the first build takes about $minutes min on 2 cores; later builds are cached)"
+      [[ -z $patch ]] || overlay=("$(loopback_overlay "$wrapper" "$dir" "$patch")")
+      # Build to a temporary name so that a concurrent clone never runs a half-written binary.
+      with_heartbeat "$tool" go build -C "$root/hack/tools/$wrapper" -trimpath "${overlay[@]}" \
+        -ldflags "-s -w $ldflags" -o "$out.tmp.$$" "$pkg"
+      mv -f "$out.tmp.$$" "$out"
+      say "built $tool $version"
+    fi
+  fi
+  mkdir -p "$bindir"
+  ln -sfn "$out" "$bindir/$tool"
+}
+
+if [[ ${1:-} == --print ]]; then
+  for row in "${tools[@]}"; do
+    IFS='|' read -r tool version wrapper _ _ patch _ <<<"$row"
+    printf '%s\t%s\n' "$tool" "$(cache_dir "$tool" "$version" "$wrapper" "$patch")"
+  done
+  exit 0
+fi
+
+for row in "${tools[@]}"; do
+  IFS='|' read -r tool version wrapper pkg ldflags patch minutes <<<"$row"
+  build_tool "$tool" "$version" "$wrapper" "$pkg" "$ldflags" "$patch" "$minutes"
+done
+say "all tools ready in $bindir (cache: $cache)"

@@ -1,0 +1,8 @@
+//go:build tools
+
+// Package tools pins the kpack controller.
+package tools
+
+import (
+	_ "github.com/pivotal/kpack/cmd/controller"
+)
