@@ -33,8 +33,10 @@ tools=(
 # Every server the project starts listens on 127.0.0.1 only. Two upstream servers have no flag
 # for their listen host: HNC's webhook server (controller-runtime 0.11 binds all interfaces when
 # Options.Host is empty) and kpack's profiling server (knative binds ":"+PROFILING_PORT). The
-# build replaces the one line that sets the address with `go build -overlay`; the module
-# sources stay untouched, and a changed upstream line fails the build instead of binding wide.
+# build copies the one module concerned into the cache, changes the line that sets the address,
+# and builds against the copy (a `replace` in a generated go.mod); the module cache and the
+# wrapper stay untouched, and an upstream line that no longer matches fails the build instead
+# of binding wide.
 # patch name -> "module|file in module|sed expression"
 declare -A loopback_patches=(
   [hnc]='sigs.k8s.io/hierarchical-namespaces|cmd/manager/main.go|s/^\(\t*\)Port: *webhookServerPort,$/&\n\1Host: "127.0.0.1",/'
@@ -83,23 +85,28 @@ try_envtest_download() { # tool version dest
   cp "$dir/$1" "$3.tmp.$$" && mv -f "$3.tmp.$$" "$3"
 }
 
-# Writes the patched file and the overlay description into $2 and prints the -overlay flag.
-loopback_overlay() { # wrapper dir patch
+# Copies the patched module into $2, changes its line, writes a go.mod that replaces the module
+# with the copy, and prints the -modfile flag that builds against it.
+patched_modfile() { # wrapper dir patch
   local wrapper=$1 dir=$2 module file expr src
   IFS='|' read -r module file expr <<<"${loopback_patches[$3]}"
-  src=$(go list -C "$root/hack/tools/$wrapper" -m -f '{{.Dir}}' "$module")/$file
-  sed "$expr" "$src" >"$dir/overlay.go"
-  if cmp -s "$src" "$dir/overlay.go"; then
+  src=$(go list -C "$root/hack/tools/$wrapper" -m -f '{{.Dir}}' "$module")
+  rm -rf "$dir/src"
+  cp -r "$src" "$dir/src"
+  chmod -R u+w "$dir/src"
+  sed -i "$expr" "$dir/src/$file"
+  if cmp -s "$src/$file" "$dir/src/$file"; then
     say "the loopback patch for $module/$file no longer matches upstream; update hack/tools.sh"
     return 1
   fi
-  printf '{"Replace":{"%s":"%s"}}\n' "$src" "$dir/overlay.go" >"$dir/overlay.json"
-  printf -- '-overlay=%s' "$dir/overlay.json"
+  { cat "$root/hack/tools/$wrapper/go.mod"; printf '\nreplace %s => %s\n' "$module" "$dir/src"; } >"$dir/go.mod"
+  cp "$root/hack/tools/$wrapper/go.sum" "$dir/go.sum"
+  printf -- '-modfile=%s' "$dir/go.mod"
 }
 
 build_tool() { # tool version wrapper package ldflags patch minutes
   local tool=$1 version=$2 wrapper=$3 pkg=$4 ldflags=$5 patch=$6 minutes=$7
-  local dir out overlay=()
+  local dir out modfile=()
   dir=$(cache_dir "$tool" "$version" "$wrapper" "$patch")
   out=$dir/$tool
   if [[ ! -x $out ]]; then
@@ -108,9 +115,9 @@ build_tool() { # tool version wrapper package ldflags patch minutes
       say "downloaded $tool $version with setup-envtest"
     else
       say "building $tool $version from source (the first build takes about $minutes min on 2 cores; later builds are cached)"
-      [[ -z $patch ]] || overlay=("$(loopback_overlay "$wrapper" "$dir" "$patch")")
+      [[ -z $patch ]] || modfile=("$(patched_modfile "$wrapper" "$dir" "$patch")")
       # Build to a temporary name so that a concurrent clone never runs a half-written binary.
-      with_heartbeat "$tool" go build -C "$root/hack/tools/$wrapper" -trimpath "${overlay[@]}" \
+      with_heartbeat "$tool" go build -C "$root/hack/tools/$wrapper" -trimpath "${modfile[@]}" \
         -ldflags "-s -w $ldflags" -o "$out.tmp.$$" "$pkg"
       mv -f "$out.tmp.$$" "$out"
       say "built $tool $version"

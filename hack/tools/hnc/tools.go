@@ -4,6 +4,6 @@
 package tools
 
 import (
-	_ "sigs.k8s.io/hierarchical-namespaces/cmd/manager"
 	_ "sigs.k8s.io/hierarchical-namespaces/cmd/kubectl"
+	_ "sigs.k8s.io/hierarchical-namespaces/cmd/manager"
 )

@@ -1,0 +1,45 @@
+package v1alpha1
+
+// Condition types.
+const (
+	// ReadyCondition on CFOrg and CFSpace: the namespace exists and carries its labels.
+	ReadyCondition = "Ready"
+	// BuildReadyCondition on CFSpace: everything a build needs is present in the space and valid.
+	BuildReadyCondition = "BuildReady"
+	// StagingCondition on CFBuild: a kpack build for it is running.
+	StagingCondition = "Staging"
+	// SucceededCondition on CFBuild: True with a droplet, False when staging failed.
+	SucceededCondition = "Succeeded"
+	// DropletCurrentCondition on CFApp: False while a staged droplet waits for a restage.
+	DropletCurrentCondition = "DropletCurrent"
+)
+
+// Reasons of the Ready condition of orgs and spaces.
+const (
+	NamespaceReadyReason  = "NamespaceReady"
+	AnchorPendingReason   = "AnchorPending"
+	AnchorConflictReason  = "AnchorConflict"
+	AnchorForbiddenReason = "AnchorForbidden"
+	AnchorMissingReason   = "AnchorMissing"
+	DuplicateNameReason   = "DuplicateName"
+	WrongNamespaceReason  = "WrongNamespace"
+	DeletingReason        = "Deleting"
+	OrgNotReadyReason     = "OrgNotReady"
+)
+
+// Reasons of the BuildReady condition of spaces. When several things are wrong, the reason is
+// the first of this list that applies, and the message names every problem.
+const (
+	BuildConfigCompleteReason            = "BuildConfigComplete"
+	NamespaceNotReadyReason              = "NamespaceNotReady"
+	InvalidDockerConfigReason            = "InvalidDockerConfig"
+	RegistryCredentialsMissingReason     = "RegistryCredentialsMissing"
+	DropletRepositoryMissingReason       = "DropletRepositoryMissing"
+	InvalidDropletRepositoryReason       = "InvalidDropletRepository"
+	AmbiguousBuildConfigReason           = "AmbiguousBuildConfig"
+	ServiceAccountMissingReason          = "ServiceAccountMissing"
+	ServiceAccountSecretMissingReason    = "ServiceAccountSecretMissing"
+	CredentialsNotOnServiceAccountReason = "CredentialsNotOnServiceAccount"
+	BuilderMissingReason                 = "BuilderMissing"
+	BuilderNotReadyReason                = "BuilderNotReady"
+)

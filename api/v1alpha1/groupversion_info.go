@@ -1,0 +1,21 @@
+// Package v1alpha1 holds the Cloud Foundry workload types that cf-hnc reconciles: orgs and
+// spaces (modelled as HNC namespaces) and the staging chain from apps to droplets.
+// +kubebuilder:object:generate=true
+// +groupName=workloads.cloudfoundry.org
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every type in this package.
+	GroupVersion = schema.GroupVersion{Group: "workloads.cloudfoundry.org", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the types of this package with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this package to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

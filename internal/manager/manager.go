@@ -1,0 +1,62 @@
+// Package manager wires cf-hnc's reconcilers and webhooks into a controller-runtime manager.
+// main.go and the integration tests share it, so that the tests run what ships.
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+
+	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
+	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
+	"code.cloudfoundry.org/cf-hnc/propagation"
+)
+
+// Config is what the reconcilers need to know about the installation.
+type Config struct {
+	// RootNamespace holds the CFOrgs; org namespaces are made under it.
+	RootNamespace string
+	// Webhooks serves the validating webhooks.
+	Webhooks bool
+}
+
+// Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
+// and ServiceAccounts are cached, not every Secret of the cluster.
+func Options() ctrl.Options {
+	return ctrl.Options{
+		Scheme: cfscheme.New(),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:         {Label: propagation.BuildConfigSelector},
+			&corev1.ServiceAccount{}: {Label: propagation.BuildConfigSelector},
+		}},
+	}
+}
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Setup registers every reconciler, the webhooks and the health checks.
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	c := mgr.GetClient()
+	discovery := propagation.NewDiscovery(c, mgr.GetAPIReader())
+	if err := orgspace.NewOrgReconciler(c, mgr.GetEventRecorder("cf-hnc-org"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := orgspace.NewSpaceReconciler(c, mgr.GetEventRecorder("cf-hnc-space"), cfg.RootNamespace, discovery).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := propagation.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if !cfg.Webhooks {
+		return mgr.AddReadyzCheck("ping", healthz.Ping)
+	}
+	if err := orgspace.SetupWebhooks(mgr, mgr.GetAPIReader(), cfg.RootNamespace); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker())
+}

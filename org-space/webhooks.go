@@ -1,0 +1,144 @@
+package orgspace
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cforg,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cforgs,verbs=create;update,versions=v1alpha1,name=vcforg.workloads.cloudfoundry.org,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfspace,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=create;update,versions=v1alpha1,name=vcfspace.workloads.cloudfoundry.org,admissionReviewVersions=v1
+
+// The messages of the Cloud Foundry API for taken names.
+const (
+	orgNameTaken   = "Organization '%s' already exists."
+	spaceNameTaken = "Name must be unique per organization"
+)
+
+var displayNamePath = field.NewPath("spec", "displayName")
+
+// SetupWebhooks registers the validating webhooks of orgs and spaces. They read through
+// reader, which should not be a cache: two orgs created in quick succession must see each
+// other. The reconcilers settle what a race lets through (DuplicateName).
+func SetupWebhooks(mgr ctrl.Manager, reader client.Reader, root string) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFOrg{}).
+		WithValidator(&OrgValidator{reader: reader, root: root}).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFSpace{}).
+		WithValidator(&SpaceValidator{reader: reader, root: root}).Complete()
+}
+
+// OrgValidator keeps orgs in the root namespace with unique display names.
+type OrgValidator struct {
+	reader client.Reader
+	root   string
+}
+
+var _ admission.Validator[*cfv1alpha1.CFOrg] = (*OrgValidator)(nil)
+
+// ValidateCreate rejects an org outside the root namespace or with a taken display name.
+func (v *OrgValidator) ValidateCreate(ctx context.Context, org *cfv1alpha1.CFOrg) (admission.Warnings, error) {
+	if org.Namespace != v.root {
+		return nil, invalid("CFOrg", org.Name, field.Invalid(field.NewPath("metadata", "namespace"), org.Namespace,
+			fmt.Sprintf("orgs are created in the root namespace %q", v.root)))
+	}
+	return nil, v.checkName(ctx, org)
+}
+
+// ValidateUpdate rejects renaming an org to a taken display name.
+func (v *OrgValidator) ValidateUpdate(ctx context.Context, old, org *cfv1alpha1.CFOrg) (admission.Warnings, error) {
+	if old.Spec.DisplayName == org.Spec.DisplayName {
+		return nil, nil
+	}
+	return nil, v.checkName(ctx, org)
+}
+
+// ValidateDelete allows every deletion.
+func (v *OrgValidator) ValidateDelete(context.Context, *cfv1alpha1.CFOrg) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *OrgValidator) checkName(ctx context.Context, org *cfv1alpha1.CFOrg) error {
+	orgs := &cfv1alpha1.CFOrgList{}
+	if err := v.reader.List(ctx, orgs, client.InNamespace(v.root)); err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if taken(orgs.Items, org) {
+		return invalid("CFOrg", org.Name, field.Invalid(displayNamePath, org.Spec.DisplayName,
+			fmt.Sprintf(orgNameTaken, org.Spec.DisplayName)))
+	}
+	return nil
+}
+
+// SpaceValidator keeps spaces in org namespaces with display names unique per org.
+type SpaceValidator struct {
+	reader client.Reader
+	root   string
+}
+
+var _ admission.Validator[*cfv1alpha1.CFSpace] = (*SpaceValidator)(nil)
+
+// ValidateCreate rejects a space outside an org namespace or with a name taken in its org.
+func (v *SpaceValidator) ValidateCreate(ctx context.Context, space *cfv1alpha1.CFSpace) (admission.Warnings, error) {
+	err := v.reader.Get(ctx, client.ObjectKey{Namespace: v.root, Name: space.Namespace}, &cfv1alpha1.CFOrg{})
+	if apierrors.IsNotFound(err) {
+		return nil, invalid("CFSpace", space.Name, field.Invalid(field.NewPath("metadata", "namespace"), space.Namespace,
+			fmt.Sprintf("spaces are created in the namespace of their org; there is no org %q in %q", space.Namespace, v.root)))
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return nil, v.checkName(ctx, space)
+}
+
+// ValidateUpdate rejects renaming a space to a name taken in its org.
+func (v *SpaceValidator) ValidateUpdate(ctx context.Context, old, space *cfv1alpha1.CFSpace) (admission.Warnings, error) {
+	if old.Spec.DisplayName == space.Spec.DisplayName {
+		return nil, nil
+	}
+	return nil, v.checkName(ctx, space)
+}
+
+// ValidateDelete allows every deletion.
+func (v *SpaceValidator) ValidateDelete(context.Context, *cfv1alpha1.CFSpace) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *SpaceValidator) checkName(ctx context.Context, space *cfv1alpha1.CFSpace) error {
+	spaces := &cfv1alpha1.CFSpaceList{}
+	if err := v.reader.List(ctx, spaces, client.InNamespace(space.Namespace)); err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if taken(spaces.Items, space) {
+		return invalid("CFSpace", space.Name, field.Invalid(displayNamePath, space.Spec.DisplayName, spaceNameTaken))
+	}
+	return nil
+}
+
+// taken says whether another live object has the display name, case-insensitively.
+func taken[T any, P interface {
+	*T
+	displayNamed
+}](items []T, obj P) bool {
+	for i := range items {
+		other := P(&items[i])
+		if other.GetName() != obj.GetName() && other.GetDeletionTimestamp().IsZero() &&
+			strings.EqualFold(other.GetDisplayName(), obj.GetDisplayName()) {
+			return true
+		}
+	}
+	return false
+}
+
+func invalid(kind, name string, errs ...*field.Error) error {
+	return apierrors.NewInvalid(cfv1alpha1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
+}
