@@ -24,6 +24,10 @@ import (
 // looked at again, in case the event that ends the wait is missed.
 const deletionPoll = 5 * time.Second
 
+// operatorRecheck is how often a namespace conflict that only an operator can solve is looked
+// at again.
+const operatorRecheck = time.Minute
+
 // OrgReconciler makes each CFOrg in the root namespace an org namespace under it.
 type OrgReconciler struct {
 	client   client.Client
@@ -64,7 +68,11 @@ func (r *OrgReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	setCondition(&org.Status.Conditions, ready, org.Generation)
 	org.Status.ObservedGeneration = org.Generation
-	return ctrl.Result{}, status.Report(ctx, r.client, r.recorder, org, original, original.Status.Conditions, org.Status.Conditions)
+	var result ctrl.Result
+	if needsOperator(ready) {
+		result.RequeueAfter = operatorRecheck
+	}
+	return result, status.Report(ctx, r.client, r.recorder, org, original, original.Status.Conditions, org.Status.Conditions)
 }
 
 // reconcileNamespace returns the Ready condition after making the namespace, unless the org is

@@ -1,11 +1,13 @@
 package orgspace_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -17,41 +19,156 @@ import (
 var _ = Describe("Orgs and spaces", func() {
 	It("makes an org namespace under the root and a space namespace under the org", func(ctx SpecContext) {
 		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
-		space := createSpace(ctx, org.Name, "dev")
-		Eventually(ready(ctx, space)).Should(Equal(metav1.ConditionTrue))
+		space := newSpace(org.Name, "dev")
+		Expect(k8s.Create(ctx, space)).To(Succeed())
+		Eventually(readiness(ctx, space)).Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
 
-		ns := &corev1.Namespace{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: space.Name}, ns)).To(Succeed())
-		Expect(ns.Labels).To(HaveKeyWithValue(cfv1alpha1.SpaceGUIDLabel, space.Name))
-		Expect(ns.Labels).To(HaveKeyWithValue(cfv1alpha1.OrgGUIDLabel, org.Name))
-		Expect(ns.Labels).To(HaveKeyWithValue(root+".tree.hnc.x-k8s.io/depth", "2"))
-		Expect(ns.Annotations).To(HaveKeyWithValue(cfv1alpha1.SpaceNameAnnotation, "dev"))
-	}, SpecTimeout(time.Minute))
+		orgNS := namespace(ctx, org.Name)
+		Expect(orgNS.Labels).To(HaveKeyWithValue(cfv1alpha1.OrgGUIDLabel, org.Name))
+		Expect(orgNS.Labels).NotTo(HaveKey(cfv1alpha1.SpaceGUIDLabel))
+		Expect(orgNS.Annotations).To(HaveKeyWithValue(cfv1alpha1.OrgNameAnnotation, org.Spec.DisplayName))
+		Expect(orgNS.Labels).To(HaveKeyWithValue(root+".tree.hnc.x-k8s.io/depth", "1"))
+
+		spaceNS := namespace(ctx, space.Name)
+		Expect(spaceNS.Labels).To(HaveKeyWithValue(cfv1alpha1.SpaceGUIDLabel, space.Name))
+		Expect(spaceNS.Labels).To(HaveKeyWithValue(cfv1alpha1.OrgGUIDLabel, org.Name))
+		Expect(spaceNS.Labels).To(HaveKeyWithValue(org.Name+".tree.hnc.x-k8s.io/depth", "1"))
+		Expect(spaceNS.Labels).To(HaveKeyWithValue(root+".tree.hnc.x-k8s.io/depth", "2"))
+		Expect(spaceNS.Labels).To(HaveKeyWithValue(cfv1alpha1.BuildReadyLabel, "false"))
+		Expect(spaceNS.Annotations).To(HaveKeyWithValue(cfv1alpha1.SpaceNameAnnotation, "dev"))
+	})
+
+	It("follows a space's rename on its namespace", func(ctx SpecContext) {
+		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+		space := createSpace(ctx, org.Name, "dev")
+		space.Spec.DisplayName = "development"
+		Expect(k8s.Update(ctx, space)).To(Succeed())
+		Eventually(func() map[string]string { return namespace(ctx, space.Name).Annotations }).
+			Should(HaveKeyWithValue(cfv1alpha1.SpaceNameAnnotation, "development"))
+	})
+
+	Describe("names and placement", func() {
+		It("rejects an org whose name is taken, ignoring case, and leaves the first alone", func(ctx SpecContext) {
+			name := "Acme " + string(uuid.NewUUID())
+			first := createOrg(ctx, name)
+			err := k8s.Create(ctx, newOrg(strings.ToUpper(name)))
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			Expect(err.Error()).To(ContainSubstring("Organization '%s' already exists.", strings.ToUpper(name)))
+			Consistently(readiness(ctx, first), "2s").Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
+		})
+
+		It("rejects a space whose name is taken in its org, ignoring case, but not in another org", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			other := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			createSpace(ctx, org.Name, "dev")
+			err := k8s.Create(ctx, newSpace(org.Name, "DEV"))
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			Expect(err.Error()).To(ContainSubstring("Name must be unique per organization"))
+			createSpace(ctx, other.Name, "dev")
+		})
+
+		It("rejects renaming a space to a taken name and keeps its old name", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			createSpace(ctx, org.Name, "dev")
+			prod := createSpace(ctx, org.Name, "prod")
+			prod.Spec.DisplayName = "Dev"
+			Expect(k8s.Update(ctx, prod)).To(MatchError(ContainSubstring("Name must be unique per organization")))
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(prod), prod)).To(Succeed())
+			Expect(prod.Spec.DisplayName).To(Equal("prod"))
+		})
+
+		It("rejects an org outside the root namespace", func(ctx SpecContext) {
+			org := newOrg("Stray " + string(uuid.NewUUID()))
+			org.Namespace = "default"
+			Expect(k8s.Create(ctx, org)).To(MatchError(ContainSubstring(`orgs are created in the root namespace "cf"`)))
+		})
+
+		It("rejects a space outside an org namespace", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			space := createSpace(ctx, org.Name, "dev")
+			for _, ns := range []string{root, "default", space.Name} {
+				Expect(k8s.Create(ctx, newSpace(ns, "stray"))).To(MatchError(ContainSubstring("spaces are created in the namespace of their org")), ns)
+			}
+		})
+
+		It("reports a namespace that already exists as a conflict and never deletes it", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			space := newSpace(org.Name, "dev")
+			foreign := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: space.Name}}
+			Expect(k8s.Create(ctx, foreign)).To(Succeed())
+			Expect(k8s.Create(ctx, space)).To(Succeed())
+			Eventually(readiness(ctx, space)).Should(HaveReason(cfv1alpha1.AnchorConflictReason))
+
+			Expect(k8s.Delete(ctx, space)).To(Succeed())
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(space), space) }).Should(BeNotFound())
+			Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(foreign), foreign) }, "2s").Should(Succeed())
+			Expect(foreign.DeletionTimestamp).To(BeNil())
+		})
+	})
+
+	Describe("deletion", func() {
+		It("deletes a space's namespace before the space goes", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			space := createSpace(ctx, org.Name, "dev")
+			Expect(k8s.Delete(ctx, space)).To(Succeed())
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: space.Name}, &corev1.Namespace{}) }, time.Minute).Should(BeNotFound())
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(space), space) }).Should(BeNotFound())
+		})
+
+		It("deletes an org with all its spaces and their namespaces", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			dev := createSpace(ctx, org.Name, "dev")
+			prod := createSpace(ctx, org.Name, "prod")
+			Expect(k8s.Delete(ctx, org)).To(Succeed())
+			for _, name := range []string{dev.Name, prod.Name, org.Name} {
+				Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}) }, 2*time.Minute).Should(BeNotFound(), name)
+			}
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(org), org) }).Should(BeNotFound())
+		})
+	})
 })
 
-func createOrg(ctx SpecContext, name string) *cfv1alpha1.CFOrg {
-	org := &cfv1alpha1.CFOrg{
+func newOrg(name string) *cfv1alpha1.CFOrg {
+	return &cfv1alpha1.CFOrg{
 		ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: string(uuid.NewUUID())},
 		Spec:       cfv1alpha1.CFOrgSpec{DisplayName: name},
 	}
-	Expect(k8s.Create(ctx, org)).To(Succeed())
-	Eventually(ready(ctx, org)).Should(Equal(metav1.ConditionTrue))
-	return org
 }
 
-func createSpace(ctx SpecContext, orgGUID, name string) *cfv1alpha1.CFSpace {
-	space := &cfv1alpha1.CFSpace{
+func newSpace(orgGUID, name string) *cfv1alpha1.CFSpace {
+	return &cfv1alpha1.CFSpace{
 		ObjectMeta: metav1.ObjectMeta{Namespace: orgGUID, Name: string(uuid.NewUUID())},
 		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: name},
 	}
+}
+
+// createOrg creates an org and waits until it is Ready.
+func createOrg(ctx SpecContext, name string) *cfv1alpha1.CFOrg {
+	org := newOrg(name)
+	Expect(k8s.Create(ctx, org)).To(Succeed())
+	Eventually(readiness(ctx, org)).Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
+	return org
+}
+
+// createSpace creates a space and waits until it is Ready.
+func createSpace(ctx SpecContext, orgGUID, name string) *cfv1alpha1.CFSpace {
+	space := newSpace(orgGUID, name)
 	Expect(k8s.Create(ctx, space)).To(Succeed())
+	Eventually(readiness(ctx, space)).Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
 	return space
 }
 
-func ready(ctx SpecContext, obj client.Object) func() metav1.ConditionStatus {
-	return func() metav1.ConditionStatus {
+func namespace(ctx SpecContext, name string) *corev1.Namespace {
+	ns := &corev1.Namespace{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, ns)).To(Succeed())
+	return ns
+}
+
+// readiness returns the Ready condition of an org or space, refreshed.
+func readiness(ctx SpecContext, obj client.Object) func() *metav1.Condition {
+	return func() *metav1.Condition {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return ""
+			return nil
 		}
 		var conditions []metav1.Condition
 		switch o := obj.(type) {
@@ -60,9 +177,20 @@ func ready(ctx SpecContext, obj client.Object) func() metav1.ConditionStatus {
 		case *cfv1alpha1.CFSpace:
 			conditions = o.Status.Conditions
 		}
-		if c := meta.FindStatusCondition(conditions, cfv1alpha1.ReadyCondition); c != nil {
-			return c.Status
-		}
-		return ""
+		return meta.FindStatusCondition(conditions, cfv1alpha1.ReadyCondition)
 	}
+}
+
+// HaveReason matches a condition with the reason, True for the ready reasons and False otherwise.
+func HaveReason(reason string) OmegaMatcher {
+	status := metav1.ConditionFalse
+	if reason == cfv1alpha1.NamespaceReadyReason {
+		status = metav1.ConditionTrue
+	}
+	return And(Not(BeNil()), HaveField("Reason", reason), HaveField("Status", status))
+}
+
+// BeNotFound matches a NotFound error.
+func BeNotFound() OmegaMatcher {
+	return WithTransform(apierrors.IsNotFound, BeTrue())
 }

@@ -71,7 +71,11 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	setCondition(&space.Status.Conditions, ready, space.Generation)
 	setCondition(&space.Status.Conditions, buildReady, space.Generation)
 	space.Status.ObservedGeneration = space.Generation
-	return ctrl.Result{}, status.Report(ctx, r.client, r.recorder, space, original, original.Status.Conditions, space.Status.Conditions)
+	var result ctrl.Result
+	if needsOperator(ready) {
+		result.RequeueAfter = operatorRecheck
+	}
+	return result, status.Report(ctx, r.client, r.recorder, space, original, original.Status.Conditions, space.Status.Conditions)
 }
 
 // reconcileNamespace returns the Ready condition after making the namespace, unless the space

@@ -45,7 +45,14 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	if apierrors.IsNotFound(err) {
 		err = apply.Object(ctx, c, anchor, fieldOwner)
 	}
-	if err != nil {
+	// HNC's webhook refuses an anchor for a namespace that exists already, or in a namespace
+	// that may have no subnamespaces: states to report, not errors to retry.
+	switch {
+	case apierrors.IsConflict(err):
+		return notReady(cfv1alpha1.AnchorConflictReason, "%v", err), nil
+	case apierrors.IsForbidden(err):
+		return notReady(cfv1alpha1.AnchorForbiddenReason, "%v", err), nil
+	case err != nil:
 		return metav1.Condition{}, fmt.Errorf("anchor %s/%s: %w", s.parent, s.name, err)
 	}
 	condition := anchorCondition(s.parent, s.name, anchor.Status.State)
@@ -57,9 +64,7 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 		return metav1.Condition{}, err
 	}
 	if ns.Labels[s.parent+hncv1alpha2.LabelTreeDepthSuffix] != "1" {
-		return metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionFalse,
-			Reason:  cfv1alpha1.AnchorPendingReason,
-			Message: fmt.Sprintf("HNC has not placed namespace %s under %s yet", s.name, s.parent)}, nil
+		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not placed namespace %s under %s yet", s.name, s.parent), nil
 	}
 	return condition, nil
 }
@@ -140,6 +145,12 @@ func (s subnamespace) allowCascadingDeletion(ctx context.Context, c client.Clien
 		return nil // the namespace is already gone
 	}
 	return err
+}
+
+// needsOperator says whether a Ready condition waits for an operator (a conflicting or
+// forbidden namespace) rather than for an event: such a state is looked at again now and then.
+func needsOperator(ready metav1.Condition) bool {
+	return ready.Reason == cfv1alpha1.AnchorConflictReason || ready.Reason == cfv1alpha1.AnchorForbiddenReason
 }
 
 // setCondition sets a condition with the generation it describes and says whether it changed.
