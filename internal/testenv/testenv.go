@@ -1,0 +1,68 @@
+// Package testenv starts what an integration suite runs against: the local control plane
+// (kube-apiserver, etcd, kube-controller-manager, HNC with its webhooks) and, in the test
+// process, a manager with every cf-hnc reconciler and webhook as main.go wires them.
+package testenv
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/manager"
+)
+
+// RootNamespace is the root namespace of the suites.
+const RootNamespace = "cf"
+
+// Start starts the control plane and the manager for a suite, registers their teardown with
+// DeferCleanup, and sets suite-wide Eventually defaults. Call it from BeforeSuite.
+func Start(ctx context.Context) *controlplane.ControlPlane {
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		WorkDir:           GinkgoT().TempDir(),
+		ControllerManager: true,
+		HNC:               true,
+		Webhooks:          true,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cp.Stop)
+
+	host, port, certDir := cp.Webhooks()
+	opts := manager.Options()
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	opts.WebhookServer = webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir})
+	mgr, err := ctrl.NewManager(cp.Config, opts)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(manager.Setup(mgr, manager.Config{RootNamespace: RootNamespace, Webhooks: true})).To(Succeed())
+	mgrCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	DeferCleanup(func() {
+		stop()
+		Eventually(done, time.Minute).Should(Receive(BeNil()))
+	})
+	Expect(cp.RegisterWebhooks()).To(Succeed())
+	running = cp
+	return cp
+}
+
+var running *controlplane.ControlPlane
+
+// ExpectHealthy fails the spec if a component of the control plane died, naming it and its
+// log. Register it with AfterEach.
+func ExpectHealthy() {
+	if running != nil {
+		Expect(running.Healthy()).To(Succeed())
+	}
+}

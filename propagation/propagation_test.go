@@ -1,0 +1,236 @@
+package propagation_test
+
+import (
+	"encoding/base64"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/testenv"
+)
+
+var _ = Describe("Build configuration placed once per org", func() {
+	var org string
+
+	BeforeEach(func(ctx SpecContext) {
+		org = createOrg(ctx)
+	})
+
+	It("reaches spaces created before and after, and the build ServiceAccount lists the credentials", func(ctx SpecContext) {
+		before := createSpace(ctx, org)
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		placeServiceAccount(ctx, org, "build")
+		after := createSpace(ctx, org)
+
+		for _, space := range []string{before, after} {
+			Eventually(buildConfig(ctx, org, space)).Should(And(
+				HaveField("DropletRepositoryPrefix", "registry.local/"+org),
+				HaveField("RegistryCredentials", ConsistOf(cfv1alpha1.RegistryCredential{
+					Registry: "registry.local", Secret: cfv1alpha1.PlacedObject{Name: "registry", From: org}})),
+				HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "build", From: org})),
+			), space)
+			sa := &corev1.ServiceAccount{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "build"}, sa)).To(Succeed())
+			Expect(sa.Secrets).To(ConsistOf(corev1.ObjectReference{Name: "registry"}))
+			Expect(sa.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "registry"}))
+		}
+		// Without kpack, no Builder is placed: that is the one thing the spaces miss.
+		Expect(buildReady(ctx, org, after)()).To(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
+	})
+
+	It("propagates nothing an operator did not label, and leaves every space's own default ServiceAccount alone", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		unlabelled := registrySecret(org, "private", "registry.local", "")
+		delete(unlabelled.Labels, cfv1alpha1.BuildConfigLabel)
+		Expect(k8s.Create(ctx, unlabelled)).To(Succeed())
+		orgDefault := &corev1.ServiceAccount{}
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: "default"}, orgDefault) }).Should(Succeed())
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{}) }).Should(Succeed())
+
+		Consistently(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "private"}, &corev1.Secret{})
+		}, "2s").ShouldNot(Succeed())
+		spaceDefault := &corev1.ServiceAccount{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "default"}, spaceDefault)).To(Succeed())
+		Expect(spaceDefault.UID).NotTo(Equal(orgDefault.UID))
+		Expect(spaceDefault.Labels).NotTo(HaveKey("hnc.x-k8s.io/inherited-from"))
+	})
+
+	It("lets a space override the org for that space alone", func(ctx SpecContext) {
+		overridden, other := createSpace(ctx, org), createSpace(ctx, org)
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		placeServiceAccount(ctx, org, "build")
+		placeRegistry(ctx, overridden, "space-registry", "registry.local", "registry.local/"+overridden)
+
+		Eventually(buildReady(ctx, org, overridden)).Should(HaveField("Reason", cfv1alpha1.CredentialsNotOnServiceAccountReason))
+		placeServiceAccount(ctx, overridden, "space-build")
+		Eventually(buildConfig(ctx, org, overridden)).Should(And(
+			HaveField("DropletRepositoryPrefix", "registry.local/"+overridden),
+			HaveField("RegistryCredentials", ConsistOf(HaveField("Secret", cfv1alpha1.PlacedObject{Name: "space-registry", From: overridden}))),
+			HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "space-build", From: overridden})),
+		))
+		sa := &corev1.ServiceAccount{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: overridden, Name: "space-build"}, sa)).To(Succeed())
+		Expect(sa.Secrets).To(ConsistOf(corev1.ObjectReference{Name: "space-registry"}))
+
+		Expect(buildConfig(ctx, org, other)()).To(HaveField("DropletRepositoryPrefix", "registry.local/"+org))
+		Expect(buildConfig(ctx, org, other)()).To(HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "build", From: org})))
+	})
+
+	It("rotates credentials into every space and reports a broken rotation in each", func(ctx SpecContext) {
+		spaces := []string{createSpace(ctx, org), createSpace(ctx, org)}
+		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		placeServiceAccount(ctx, org, "build")
+
+		mutate(ctx, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = dockerConfig("registry.local", "rotated") })
+		for _, space := range spaces {
+			Eventually(func() []byte {
+				copied := &corev1.Secret{}
+				Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, copied)).To(Succeed())
+				return copied.Data[corev1.DockerConfigJsonKey]
+			}).Should(Equal(dockerConfig("registry.local", "rotated")))
+		}
+
+		mutate(ctx, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"registry.local":{}}}`) })
+		for _, space := range spaces {
+			Eventually(buildReady(ctx, org, space)).Should(And(
+				HaveField("Reason", cfv1alpha1.InvalidDockerConfigReason),
+				HaveField("Message", ContainSubstring("Secret registry (from %s)", org))))
+		}
+	})
+
+	It("turns BuildReady False when the org's credentials are removed, and labels the namespace so", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		placeServiceAccount(ctx, org, "build")
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
+
+		Expect(k8s.Delete(ctx, secret)).To(Succeed())
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.RegistryCredentialsMissingReason))
+		ns := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
+		Expect(ns.Labels).To(HaveKeyWithValue(cfv1alpha1.BuildReadyLabel, "false"))
+	})
+
+	It("stops propagating an object whose label is removed", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{}) }).Should(Succeed())
+
+		mutate(ctx, secret, func() { delete(secret.Labels, cfv1alpha1.BuildConfigLabel) })
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{})
+		}).Should(WithTransform(client.IgnoreNotFound, BeNil()))
+		Eventually(func() map[string]string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+			return secret.Annotations
+		}).ShouldNot(HaveKey("propagate.hnc.x-k8s.io/all"))
+	})
+
+	It("never lets one org's credentials reach another org", func(ctx SpecContext) {
+		otherOrg := createOrg(ctx)
+		mine, theirs := createSpace(ctx, org), createSpace(ctx, otherOrg)
+		placeRegistry(ctx, org, "org-a-registry", "registry.local", "registry.local/"+org)
+		placeRegistry(ctx, otherOrg, "org-b-registry", "registry.local", "registry.local/"+otherOrg)
+		Eventually(buildConfig(ctx, org, mine)).Should(HaveField("DropletRepositoryPrefix", "registry.local/"+org))
+		Eventually(buildConfig(ctx, otherOrg, theirs)).Should(HaveField("DropletRepositoryPrefix", "registry.local/"+otherOrg))
+
+		secrets := &corev1.SecretList{}
+		Expect(k8s.List(ctx, secrets, client.InNamespace(theirs))).To(Succeed())
+		Expect(secrets.Items).NotTo(ContainElement(HaveField("ObjectMeta.Name", "org-a-registry")))
+		Expect(k8s.List(ctx, secrets, client.InNamespace(otherOrg))).To(Succeed())
+		Expect(secrets.Items).NotTo(ContainElement(HaveField("ObjectMeta.Name", "org-a-registry")))
+	})
+})
+
+// mutate updates obj as an operator would: on the latest version, again after a conflict.
+func mutate(ctx SpecContext, obj client.Object, change func()) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return k8s.Update(ctx, obj)
+	})).To(Succeed())
+}
+
+func dockerConfig(registry, password string) []byte {
+	auth := base64.StdEncoding.EncodeToString([]byte("user:" + password))
+	return []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, registry, auth))
+}
+
+func registrySecret(namespace, name, registry, prefix string) *corev1.Secret {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: dockerConfig(registry, "secret")},
+	}
+	if prefix != "" {
+		s.Annotations = map[string]string{cfv1alpha1.DropletRepositoryPrefixAnnotation: prefix}
+	}
+	return s
+}
+
+// placeRegistry is the operator's step: a labelled credential Secret with the droplet repository.
+func placeRegistry(ctx SpecContext, namespace, name, registry, prefix string) *corev1.Secret {
+	s := registrySecret(namespace, name, registry, prefix)
+	Expect(k8s.Create(ctx, s)).To(Succeed())
+	return s
+}
+
+// placeServiceAccount is the operator's step: a labelled build ServiceAccount, left to cf-hnc to fill.
+func placeServiceAccount(ctx SpecContext, namespace, name string) {
+	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: name, Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}}})).To(Succeed())
+}
+
+func createOrg(ctx SpecContext) string {
+	org := &cfv1alpha1.CFOrg{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.RootNamespace, Name: string(uuid.NewUUID())},
+		Spec:       cfv1alpha1.CFOrgSpec{DisplayName: "org " + string(uuid.NewUUID())},
+	}
+	Expect(k8s.Create(ctx, org)).To(Succeed())
+	Eventually(func() bool {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(org), org)).To(Succeed())
+		return meta.IsStatusConditionTrue(org.Status.Conditions, cfv1alpha1.ReadyCondition)
+	}).Should(BeTrue())
+	return org.Name
+}
+
+func createSpace(ctx SpecContext, org string) string {
+	space := &cfv1alpha1.CFSpace{
+		ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: string(uuid.NewUUID())},
+		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: "space " + string(uuid.NewUUID())},
+	}
+	Expect(k8s.Create(ctx, space)).To(Succeed())
+	Eventually(func() bool {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(space), space)).To(Succeed())
+		return meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.ReadyCondition)
+	}).Should(BeTrue())
+	return space.Name
+}
+
+func getSpace(ctx SpecContext, org, space string) *cfv1alpha1.CFSpace {
+	s := &cfv1alpha1.CFSpace{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, s)).To(Succeed())
+	return s
+}
+
+func buildConfig(ctx SpecContext, org, space string) func() *cfv1alpha1.SpaceBuildConfig {
+	return func() *cfv1alpha1.SpaceBuildConfig { return getSpace(ctx, org, space).Status.Build }
+}
+
+func buildReady(ctx SpecContext, org, space string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		return meta.FindStatusCondition(getSpace(ctx, org, space).Status.Conditions, cfv1alpha1.BuildReadyCondition)
+	}
+}
