@@ -6,11 +6,6 @@ SHELL := /usr/bin/env bash -o pipefail
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
-# The binaries of the local control plane, built by hack/tools.sh into a per-user cache and
-# linked into bin/.
-TOOLS := etcd kube-apiserver kube-controller-manager hnc-manager kubectl-hns kpack-controller controller-gen
-TOOL_BINS := $(addprefix $(BIN)/,$(TOOLS))
-GO_SOURCES := $(shell find . -name '*.go' -not -path './hack/*' -not -path './bin/*')
 
 .PHONY: all
 all: build
@@ -19,22 +14,21 @@ all: build
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# hack/tools.sh builds the pinned binaries into a per-user cache and links them into bin/; when
+# they are cached it only checks and links them.
 .PHONY: tools
 tools: ## Build the pinned control-plane binaries (cached per user; the first build takes about an hour on 2 cores).
 	@hack/tools.sh
 
-$(TOOL_BINS): hack/tools.sh $(wildcard hack/tools/*/go.mod)
-	@hack/tools.sh
-
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs, RBAC and webhook configurations in config/.
+manifests: tools ## Generate the CRDs, RBAC and webhook configurations in config/.
 	$(CONTROLLER_GEN) rbac:roleName=cf-hnc-manager-role crd webhook paths="./..." \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate the deep-copy functions of the API types.
+generate: tools ## Generate the deep-copy functions of the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
 .PHONY: build
@@ -43,16 +37,15 @@ build: generate manifests ## Build the manager and the kubectl-cf plugin into bi
 	go build -o $(BIN)/kubectl-cf ./cmd/kubectl-cf
 
 .PHONY: run
-run: $(TOOL_BINS) build ## Run the system: a local control plane with everything, or the manager against $KUBECONFIG.
+run: build ## Run the system: a local control plane with everything, or the manager against $KUBECONFIG.
 	go run ./cmd/cf-hnc-local
 
 .PHONY: test
-test: $(TOOL_BINS) generate manifests ## Run the unit, integration and e2e tests.
-	@hack/check-generated.sh
+test: generate manifests ## Run the unit, integration and e2e tests.
 	go test -count=1 -timeout 45m ./...
 
 .PHONY: bench
-bench: $(TOOL_BINS) build ## Run the benchmarks on the local control plane.
+bench: generate manifests ## Run the benchmarks on the local control plane.
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/...
 
 .PHONY: clean

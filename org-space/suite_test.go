@@ -21,7 +21,7 @@ func TestOrgSpace(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	k8s = testenv.Start(ctx).Client
+	k8s = testenv.Start(ctx, "org-space").Client
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterEach(testenv.ExpectHealthy)

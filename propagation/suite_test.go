@@ -19,7 +19,7 @@ func TestPropagation(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	k8s = testenv.Start(ctx).Client
+	k8s = testenv.Start(ctx, "propagation").Client
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterEach(testenv.ExpectHealthy)

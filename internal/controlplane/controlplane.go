@@ -21,12 +21,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// RootNamespace is the root namespace of config/root: orgs live in it.
+const RootNamespace = "cf"
+
 // Options say which components to run. The apiserver and etcd always run.
 type Options struct {
 	// ProjectDir is the repository root, with bin/ and config/. Empty: found from the working
 	// directory upwards.
 	ProjectDir string
-	// WorkDir receives the kubeconfig, the logs and the certificates. Empty: <ProjectDir>/.local.
+	// WorkDir receives the kubeconfig, the logs and the certificates; relative to ProjectDir.
+	// Keep it stable across runs: a run that was killed outright leaves its etcd and
+	// kube-apiserver behind, and the next run in the same WorkDir ends them. Empty: .local.
 	WorkDir string
 
 	// ControllerManager runs kube-controller-manager: namespaces finish deleting, owned
@@ -37,6 +42,9 @@ type Options struct {
 	// Kpack runs the kpack controller against an in-memory registry seeded with a stack, a
 	// lifecycle and buildpacks, and makes the cluster-scoped kpack objects Ready.
 	Kpack bool
+	// DefaultBuilder places a default Builder, its ServiceAccount and credentials once in the
+	// root namespace (requires Kpack and HNC), so that every space gets a Builder.
+	DefaultBuilder bool
 	// Webhooks installs cf-hnc's webhook configurations, served on Webhooks().
 	Webhooks bool
 	// Manager runs the cf-hnc manager binary at this path (requires Webhooks). Empty: none,
@@ -94,6 +102,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.HNC, cp.installRoot},
 		{opts.Webhooks || opts.Manager != "", cp.installWebhooks},
 		{opts.Kpack, cp.startKpack},
+		{opts.DefaultBuilder, cp.placeDefaultBuilder},
 		{opts.Manager != "", cp.StartManager},
 	}
 	for _, step := range steps {
@@ -108,7 +117,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 // installRoot creates the root namespace (config/root), once HNC is there to manage it.
 func (cp *ControlPlane) installRoot(ctx context.Context) error {
-	return cp.applyFile(ctx, cp.paths.config("root", "namespace.yaml"))
+	return applyFile(ctx, cp.Client, cp.paths.config("root", "namespace.yaml"))
 }
 
 // Stop ends every component in reverse start order and removes temporary state.

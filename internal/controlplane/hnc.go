@@ -84,7 +84,7 @@ func (cp *ControlPlane) configureHNC(ctx context.Context, hnc *component) error 
 		if filepath.Base(file) == "kustomization.yaml" {
 			continue
 		}
-		if err := cp.applyFile(ctx, file); err != nil {
+		if err := applyFile(ctx, cp.Client, file); err != nil {
 			return err
 		}
 	}
@@ -107,7 +107,7 @@ func (cp *ControlPlane) configureHNC(ctx context.Context, hnc *component) error 
 }
 
 // applyFile server-side applies every object of a YAML file.
-func (cp *ControlPlane) applyFile(ctx context.Context, file string) error {
+func applyFile(ctx context.Context, c client.Client, file string) error {
 	docs, err := readYAMLDocuments(file)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (cp *ControlPlane) applyFile(ctx context.Context, file string) error {
 		if obj.GroupVersionKind() == (schema.GroupVersionKind{}) {
 			continue
 		}
-		if err := cp.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 			client.FieldOwner("cf-hnc-controlplane"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
 		}

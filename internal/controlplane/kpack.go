@@ -36,6 +36,8 @@ type Kpack struct {
 	Registry *registry.Registry
 	// Images are the seeded stack, lifecycle and buildpack images.
 	Images registry.Images
+
+	controller *component
 }
 
 func (k *Kpack) close() {
@@ -97,6 +99,7 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 		return err
 	}
 	cp.track(controller)
+	cp.kpack.controller = controller
 	for _, obj := range cp.kpack.clusterObjects() {
 		if err := cp.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)

@@ -78,7 +78,7 @@ func (cp *ControlPlane) managerKubeconfig(ctx context.Context) (string, error) {
 	if cp.managerConfig != "" {
 		return cp.managerConfig, nil
 	}
-	if err := cp.applyFile(ctx, cp.paths.config("rbac", "role.yaml")); err != nil {
+	if err := applyFile(ctx, cp.Client, cp.paths.config("rbac", "role.yaml")); err != nil {
 		return "", err
 	}
 	binding := &rbacv1.ClusterRoleBinding{

@@ -37,8 +37,11 @@ func findPaths(opts Options) (paths, error) {
 		}
 	}
 	work := opts.WorkDir
-	if work == "" {
+	switch {
+	case work == "":
 		work = filepath.Join(dir, ".local")
+	case !filepath.IsAbs(work):
+		work = filepath.Join(dir, work)
 	}
 	return paths{projectDir: dir, workDir: work}, nil
 }

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
+	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
 	"code.cloudfoundry.org/cf-hnc/propagation"
 )
 

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,17 +20,18 @@ import (
 )
 
 // RootNamespace is the root namespace of the suites.
-const RootNamespace = "cf"
+const RootNamespace = controlplane.RootNamespace
 
 // Start starts the control plane and the manager for a suite, registers their teardown with
-// DeferCleanup, and sets suite-wide Eventually defaults. Call it from BeforeSuite.
-func Start(ctx context.Context) *controlplane.ControlPlane {
+// DeferCleanup, and sets suite-wide Eventually defaults. Call it from BeforeSuite; the logs of
+// the suite's components stay in .local/<suite> after the run.
+func Start(ctx context.Context, suite string) *controlplane.ControlPlane {
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 
 	cp, err := controlplane.Start(ctx, controlplane.Options{
-		WorkDir:           GinkgoT().TempDir(),
+		WorkDir:           filepath.Join(".local", suite),
 		ControllerManager: true,
 		HNC:               true,
 		Webhooks:          true,

@@ -1,0 +1,125 @@
+// Command cf-hnc-local is what `make run` runs. Without KUBECONFIG it starts the local control
+// plane (etcd, kube-apiserver, kube-controller-manager, HNC, kpack with an in-memory registry)
+// and the cf-hnc manager, prints how to use it and stays up until Ctrl-C. With KUBECONFIG it
+// installs cf-hnc's CRDs and configuration into that cluster and runs the manager against it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/registry"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	project, err := os.Getwd()
+	if err != nil {
+		exit(err)
+	}
+	manager := filepath.Join(project, "bin", "cf-hnc")
+	if kubeconfig := os.Getenv("KUBECONFIG"); kubeconfig != "" {
+		exit(runAgainst(ctx, kubeconfig, manager))
+	}
+	exit(runLocal(ctx, manager))
+}
+
+// runLocal starts everything on the local control plane and waits for Ctrl-C.
+func runLocal(ctx context.Context, manager string) error {
+	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry and cf-hnc ...")
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		ControllerManager: true,
+		HNC:               true,
+		Kpack:             true,
+		DefaultBuilder:    true,
+		Manager:           manager,
+	})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	password := string(uuid.NewUUID())
+	if err := cp.Kpack().Registry.AddUser(registry.User{Name: "operator", Password: password, Prefixes: []string{"orgs/"}}); err != nil {
+		return err
+	}
+	host := cp.Kpack().Registry.Host()
+	fmt.Printf(`
+cf-hnc is ready. Logs: %s
+
+  export KUBECONFIG=%s
+  kubectl hns tree cf                       # the HNC view of orgs and spaces
+  bin/kubectl-cf create-org acme
+  bin/kubectl-cf create-space acme dev
+  bin/kubectl-cf set-registry acme --server %s --username operator --password %s \
+      --droplet-repository %s/orgs/acme     # once per org: credentials and droplet repository
+  bin/kubectl-cf tree                       # orgs, spaces and whether each can build
+
+The registry at %s holds a stack (ClusterStack %q), a lifecycle and buildpacks (ClusterStore %q);
+the default Builder %q is placed once in the root namespace %q.
+Press Ctrl-C to stop; everything started here stops with it.
+`, cp.LogDir(), cp.Kubeconfig, host, password, host, host, controlplane.Stack, controlplane.Store,
+		controlplane.DefaultBuilder, controlplane.RootNamespace)
+	select {
+	case <-ctx.Done():
+		fmt.Println("\nStopping ...")
+		return nil
+	case err := <-watch(ctx, cp):
+		return err
+	}
+}
+
+// watch reports the first component that dies.
+func watch(ctx context.Context, cp *controlplane.ControlPlane) <-chan error {
+	died := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if err := cp.Healthy(); err != nil {
+					died <- err
+					return
+				}
+			}
+		}
+	}()
+	return died
+}
+
+// runAgainst installs cf-hnc's CRDs, the HNC configuration and the root namespace into a real
+// cluster (HNC and kpack must be installed there) and runs the manager with webhooks off: a
+// cluster cannot call back into a developer's machine.
+func runAgainst(ctx context.Context, kubeconfig, manager string) error {
+	fmt.Printf("KUBECONFIG=%s: installing cf-hnc's CRDs and configuration, then running the manager against that cluster.\n", kubeconfig)
+	if err := controlplane.Install(ctx, kubeconfig); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, manager, "--kubeconfig="+kubeconfig, "--enable-webhooks=false")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("the cf-hnc manager: %w", err)
+	}
+	return nil
+}
+
+// exit ends the program: with the error, or successfully.
+func exit(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
