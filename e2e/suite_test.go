@@ -39,6 +39,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
+		DefaultBuilder:    true,
 		Manager:           manager,
 	})
 	Expect(err).NotTo(HaveOccurred())

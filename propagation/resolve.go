@@ -2,8 +2,6 @@ package propagation
 
 import (
 	"cmp"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/dockerconfig"
 )
 
 // buildInputs is everything in one namespace that the build configuration is resolved from.
@@ -278,59 +277,14 @@ func (r resolution) condition() metav1.Condition {
 		Reason: r.problems[0].reason, Message: strings.Join(messages, "; ")}
 }
 
-// dockerConfig is the content of a kubernetes.io/dockerconfigjson Secret.
-type dockerConfig struct {
-	Auths map[string]struct {
-		Auth          string `json:"auth"`
-		Username      string `json:"username"`
-		Password      string `json:"password"`
-		IdentityToken string `json:"identitytoken"`
-	} `json:"auths"`
-}
-
 // registries returns the registry hosts a credential Secret holds credentials for, or why it
 // is not usable.
 func registries(secret *corev1.Secret) ([]string, error) {
-	if secret.Type != corev1.SecretTypeDockerConfigJson {
-		return nil, fmt.Errorf("type is %q, not %s", secret.Type, corev1.SecretTypeDockerConfigJson)
-	}
-	var config dockerConfig
-	if err := json.Unmarshal(secret.Data[corev1.DockerConfigJsonKey], &config); err != nil {
-		return nil, fmt.Errorf("%s is not a docker config: %v", corev1.DockerConfigJsonKey, err)
-	}
-	if len(config.Auths) == 0 {
-		return nil, fmt.Errorf("%s has no registries under \"auths\"", corev1.DockerConfigJsonKey)
-	}
-	var hosts []string
-	for key, auth := range config.Auths {
-		host, err := registryHost(key)
-		if err != nil {
-			return nil, fmt.Errorf("registry %q: %v", key, err)
-		}
-		if auth.Auth != "" {
-			decoded, err := base64.StdEncoding.DecodeString(auth.Auth)
-			if err != nil || !strings.Contains(string(decoded), ":") {
-				return nil, fmt.Errorf("registry %q: \"auth\" is not base64 of user:password", key)
-			}
-		} else if auth.Username == "" && auth.IdentityToken == "" {
-			return nil, fmt.Errorf("registry %q: no credentials (auth, username or identitytoken)", key)
-		}
-		hosts = append(hosts, host)
-	}
-	slices.Sort(hosts)
-	return hosts, nil
-}
-
-// registryHost normalises a docker config key ("https://index.docker.io/v1/", "host:port")
-// to the registry host as image references name it.
-func registryHost(key string) (string, error) {
-	host := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
-	host, _, _ = strings.Cut(host, "/")
-	registry, err := name.NewRegistry(host, name.WeakValidation)
+	creds, err := dockerconfig.Parse(secret)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return registry.RegistryStr(), nil
+	return sortedKeys(creds), nil
 }
 
 // referencedSecrets returns the names of the Secrets a ServiceAccount lists.

@@ -153,7 +153,7 @@ var _ = Describe("resolving a space's build configuration", func() {
 		}, cfv1alpha1.InvalidDockerConfigReason, "is not a docker config"),
 		Entry("an auth that is not base64 of user:password", func(in *buildInputs) {
 			in.secrets[0].Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"registry.local":{"auth":"bm9jb2xvbg=="}}}`)
-		}, cfv1alpha1.InvalidDockerConfigReason, `"auth" is not base64 of user:password`),
+		}, cfv1alpha1.InvalidDockerConfigReason, "must be formatted as base64(username:password)"),
 		Entry("a registry entry without credentials", func(in *buildInputs) {
 			in.secrets[0].Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"registry.local":{}}}`)
 		}, cfv1alpha1.InvalidDockerConfigReason, "no credentials"),

@@ -1,7 +1,7 @@
 package v1alpha1
 
-// Labels and annotations that cf-hnc reads and writes. The label an operator sets is
-// BuildConfigLabel; everything else is written by cf-hnc.
+// Labels, annotations and the build environment variable that cf-hnc reads and writes. The
+// label an operator sets is BuildConfigLabel; everything else is written by cf-hnc.
 const (
 	// BuildConfigLabel, set to "true", marks an object that builds in its namespace and in
 	// every namespace below it use: a registry credential Secret (kubernetes.io/dockerconfigjson),
@@ -26,4 +26,22 @@ const (
 	OrgNameAnnotation = "workloads.cloudfoundry.org/org-name"
 	// SpaceNameAnnotation is on space namespaces: the space's display name.
 	SpaceNameAnnotation = "workloads.cloudfoundry.org/space-name"
+
+	// DedicatedBuilderLabel is on the kpack Builders that cf-hnc makes for lifecycles that name
+	// their own buildpacks or stack.
+	DedicatedBuilderLabel = "workloads.cloudfoundry.org/dedicated-builder"
+	// RebuildOfLabel is on a CFBuild that cf-hnc made for a build kpack started on its own: the
+	// name of the CFBuild whose droplet was rebuilt (the first build of the lineage).
+	RebuildOfLabel = "workloads.cloudfoundry.org/rebuild-of"
+	// KpackBuildLabel is on a CFBuild that cf-hnc made for a rebuild: the kpack Build it follows.
+	KpackBuildLabel = "workloads.cloudfoundry.org/kpack-build"
+	// KpackBuildNumberLabel is on a rebuild CFBuild: kpack's number of the build, which orders
+	// the rebuilds of an app.
+	KpackBuildNumberLabel = "workloads.cloudfoundry.org/kpack-build-number"
+	// RebuildReasonAnnotation is on a rebuild CFBuild: kpack's reasons, e.g. "STACK".
+	RebuildReasonAnnotation = "workloads.cloudfoundry.org/rebuild-reason"
+	// BuildGUIDEnv is set in every kpack build's environment to the name of the CFBuild it
+	// stages: a new CFBuild changes the Image's spec, so that kpack always builds it, and the
+	// kpack Build says which CFBuild it belongs to.
+	BuildGUIDEnv = "CF_BUILD_GUID"
 )

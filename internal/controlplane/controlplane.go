@@ -19,6 +19,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"code.cloudfoundry.org/cf-hnc/internal/standinkubelet"
 )
 
 // RootNamespace is the root namespace of config/root: orgs live in it.
@@ -42,6 +45,9 @@ type Options struct {
 	// Kpack runs the kpack controller against an in-memory registry seeded with a stack, a
 	// lifecycle and buildpacks, and makes the cluster-scoped kpack objects Ready.
 	Kpack bool
+	// StandInKubelet completes kpack's build pods in this process (see package
+	// standinkubelet: the one simulated part), so that Builds finish (requires Kpack).
+	StandInKubelet bool
 	// DefaultBuilder places a default Builder, its ServiceAccount and credentials once in the
 	// root namespace (requires Kpack and HNC), so that every space gets a Builder.
 	DefaultBuilder bool
@@ -73,6 +79,8 @@ type ControlPlane struct {
 	manager            *component
 	managerConfig      string
 	kpack              *Kpack
+	kubelet            *standinkubelet.Kubelet
+	stopKubelet        func()
 }
 
 // Start starts the components in dependency order and waits until each is ready. On error it
@@ -102,6 +110,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.HNC, cp.installRoot},
 		{opts.Webhooks || opts.Manager != "", cp.installWebhooks},
 		{opts.Kpack, cp.startKpack},
+		{opts.StandInKubelet, cp.startStandInKubelet},
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},
 		{opts.Manager != "", cp.StartManager},
 	}
@@ -123,6 +132,9 @@ func (cp *ControlPlane) installRoot(ctx context.Context) error {
 // Stop ends every component in reverse start order and removes temporary state.
 func (cp *ControlPlane) Stop() {
 	cp.StopManager()
+	if cp.stopKubelet != nil {
+		cp.stopKubelet()
+	}
 	if cp.kpack != nil {
 		cp.kpack.close()
 	}
@@ -167,6 +179,38 @@ func (cp *ControlPlane) Webhooks() (host string, port int, certDir string) {
 
 // Kpack is the kpack setup, nil unless Options.Kpack.
 func (cp *ControlPlane) Kpack() *Kpack { return cp.kpack }
+
+// Kubelet is the stand-in kubelet, nil unless Options.StandInKubelet.
+func (cp *ControlPlane) Kubelet() *standinkubelet.Kubelet { return cp.kubelet }
+
+// startStandInKubelet runs the stand-in kubelet in this process until Stop.
+func (cp *ControlPlane) startStandInKubelet(context.Context) error {
+	logFile, err := os.Create(filepath.Join(cp.paths.logDir(), "standin-kubelet.log"))
+	if err != nil {
+		return err
+	}
+	kubelet, err := standinkubelet.New(cp.Config, standinkubelet.Options{
+		Logger: zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := kubelet.Run(ctx); err != nil {
+			fmt.Fprintf(logFile, "the stand-in kubelet stopped: %v\n", err)
+		}
+	}()
+	cp.kubelet = kubelet
+	cp.stopKubelet = func() {
+		cancel()
+		<-done
+		logFile.Close()
+	}
+	return nil
+}
 
 func (cp *ControlPlane) track(c *component) {
 	cp.components = append(cp.components, c)

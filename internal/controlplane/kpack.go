@@ -85,8 +85,8 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 		[]string{
 			"SYSTEM_NAMESPACE=" + kpackNamespace,
 			"SYSTEM_SERVICE_ACCOUNT=controller",
-			// Without a kubelet these images are never pulled; the stand-in kubelet recognises
-			// build pods by them.
+			// Without a kubelet these images are never pulled; the stand-in kubelet plays the
+			// steps they would run.
 			"BUILD_INIT_IMAGE=kpack/build-init",
 			"BUILD_WAITER_IMAGE=kpack/build-waiter",
 			"REBASE_IMAGE=kpack/rebase",

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	"code.cloudfoundry.org/cf-hnc/builders"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
 	"code.cloudfoundry.org/cf-hnc/propagation"
@@ -49,6 +50,15 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := propagation.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := builders.NewBuildReconciler(c, mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := builders.NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := builders.NewAppReconciler(c, mgr.GetEventRecorder("cf-hnc-app"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -56,6 +66,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return mgr.AddReadyzCheck("ping", healthz.Ping)
 	}
 	if err := orgspace.SetupWebhooks(mgr, mgr.GetAPIReader(), cfg.RootNamespace); err != nil {
+		return err
+	}
+	if err := builders.SetupWebhooks(mgr); err != nil {
 		return err
 	}
 	return mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker())

@@ -1,0 +1,175 @@
+package builders
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/status"
+)
+
+// Reasons of the DropletCurrent condition of apps.
+const (
+	upToDateReason        = "UpToDate"
+	noDropletReason       = "NoDroplet"
+	rebuildingReason      = "Rebuilding"
+	rebuildFailedReason   = "RebuildFailed"
+	upgradeHeldReason     = "UpgradeHeld"
+	dropletUpgradedReason = "DropletUpgraded"
+)
+
+// stackOnly is kpack's reason for a rebuild that only rebases the droplet on a new run image.
+const stackOnly = "STACK"
+
+// AppReconciler moves an app to the newest droplet that kpack rebuilt from the app's current
+// one: always for a new stack run image (a base-image fix), and for new buildpacks or a new
+// lifecycle as its org's BuildpackUpgradePolicy says. A failed rebuild never moves an app.
+type AppReconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	root     string
+}
+
+// NewAppReconciler returns an AppReconciler for orgs in the root namespace.
+func NewAppReconciler(c client.Client, recorder events.EventRecorder, root string) *AppReconciler {
+	return &AppReconciler{client: c, recorder: recorder, root: root}
+}
+
+// +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs,verbs=get;list;watch
+
+// Reconcile moves the app to its newest rebuilt droplet, or says why it stays where it is.
+func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &cfv1alpha1.CFApp{}
+	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	original := app.DeepCopy()
+	current, err := r.dropletCurrent(ctx, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	current.ObservedGeneration = app.Generation
+	meta.SetStatusCondition(&app.Status.Conditions, current)
+	app.Status.ObservedGeneration = app.Generation
+	return ctrl.Result{}, status.Report(ctx, r.client, r.recorder, app, original, original.Status.Conditions, app.Status.Conditions)
+}
+
+// dropletCurrent moves the app if a rebuild allows it, and returns its DropletCurrent condition.
+func (r *AppReconciler) dropletCurrent(ctx context.Context, app *cfv1alpha1.CFApp) (metav1.Condition, error) {
+	app.Status.HeldDropletRef = nil
+	if app.Spec.CurrentDropletRef.Name == "" {
+		return dropletCondition(metav1.ConditionUnknown, noDropletReason, "the app has no droplet yet"), nil
+	}
+	current := &cfv1alpha1.CFBuild{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Spec.CurrentDropletRef.Name}, current); err != nil {
+		return metav1.Condition{}, client.IgnoreNotFound(err)
+	}
+	newest, err := r.newestRebuild(ctx, current)
+	if err != nil || newest == nil {
+		return dropletCondition(metav1.ConditionTrue, upToDateReason, "the app runs its newest droplet"), err
+	}
+	reason := newest.Annotations[cfv1alpha1.RebuildReasonAnnotation]
+	succeeded := meta.FindStatusCondition(newest.Status.Conditions, cfv1alpha1.SucceededCondition)
+	switch {
+	case succeeded == nil || succeeded.Status == metav1.ConditionUnknown:
+		return dropletCondition(metav1.ConditionTrue, rebuildingReason,
+			"kpack rebuilds the droplet because of %s (CFBuild %s)", reason, newest.Name), nil
+	case succeeded.Status == metav1.ConditionFalse:
+		return dropletCondition(metav1.ConditionFalse, rebuildFailedReason,
+			"the rebuild because of %s failed, the app keeps droplet %s: %s", reason, current.Name, succeeded.Message), nil
+	}
+	policy, err := r.upgradePolicy(ctx, app.Namespace)
+	if err != nil {
+		return metav1.Condition{}, err
+	}
+	if reason != stackOnly && policy != cfv1alpha1.AutomaticUpgrades {
+		app.Status.HeldDropletRef = &corev1.LocalObjectReference{Name: newest.Name}
+		return dropletCondition(metav1.ConditionFalse, upgradeHeldReason,
+			"droplet %s was rebuilt because of %s and is held by the org's %s policy; restage (set spec.currentDropletRef to %s) to run it",
+			newest.Name, reason, policy, newest.Name), nil
+	}
+	return dropletCondition(metav1.ConditionTrue, upToDateReason, "the app runs its newest droplet"), r.move(ctx, app, current, newest, reason)
+}
+
+// move points the app at the rebuilt droplet and says why.
+func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, to *cfv1alpha1.CFBuild, reason string) error {
+	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	app.Spec.CurrentDropletRef.Name = to.Name
+	status := app.Status.DeepCopy()
+	if err := r.client.Patch(ctx, app, patch); err != nil {
+		return err
+	}
+	app.Status = *status
+	r.recorder.Eventf(app, to, corev1.EventTypeNormal, dropletUpgradedReason, "Upgrade",
+		"moved from droplet %s to %s, which kpack rebuilt because of %s", from.Name, to.Name, reason)
+	return nil
+}
+
+// newestRebuild returns the newest rebuild of the current droplet's lineage that is newer
+// than the current droplet, or nil.
+func (r *AppReconciler) newestRebuild(ctx context.Context, current *cfv1alpha1.CFBuild) (*cfv1alpha1.CFBuild, error) {
+	origin := current.Labels[cfv1alpha1.RebuildOfLabel]
+	if origin == "" {
+		origin = current.Name
+	}
+	rebuilds := &cfv1alpha1.CFBuildList{}
+	if err := r.client.List(ctx, rebuilds, client.InNamespace(current.Namespace), client.MatchingLabels{cfv1alpha1.RebuildOfLabel: origin}); err != nil {
+		return nil, err
+	}
+	newer := slices.DeleteFunc(rebuilds.Items, func(b cfv1alpha1.CFBuild) bool { return rebuildNumber(&b) <= rebuildNumber(current) })
+	if len(newer) == 0 {
+		return nil, nil
+	}
+	newest := slices.MaxFunc(newer, func(a, b cfv1alpha1.CFBuild) int { return rebuildNumber(&a) - rebuildNumber(&b) })
+	return &newest, nil
+}
+
+// rebuildNumber orders the droplets of a lineage: the origin is 0, a rebuild has kpack's number.
+func rebuildNumber(b *cfv1alpha1.CFBuild) int {
+	n, _ := strconv.Atoi(b.Labels[cfv1alpha1.KpackBuildNumberLabel])
+	return n
+}
+
+// upgradePolicy is the BuildpackUpgradePolicy of the org of a space namespace.
+func (r *AppReconciler) upgradePolicy(ctx context.Context, namespace string) (cfv1alpha1.BuildpackUpgradePolicy, error) {
+	ns := &corev1.Namespace{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return "", err
+	}
+	org := &cfv1alpha1.CFOrg{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.root, Name: ns.Labels[cfv1alpha1.OrgGUIDLabel]}, org); err != nil {
+		return "", fmt.Errorf("the org of space %s: %w", namespace, err)
+	}
+	if org.Spec.BuildpackUpgradePolicy == "" {
+		return cfv1alpha1.HeldUpgrades, nil
+	}
+	return org.Spec.BuildpackUpgradePolicy, nil
+}
+
+func dropletCondition(s metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
+	return metav1.Condition{Type: cfv1alpha1.DropletCurrentCondition, Status: s, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// SetupWithManager registers the reconciler: it runs for CFApps and for their CFBuilds.
+func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("cfapp").
+		For(&cfv1alpha1.CFApp{}).
+		Watches(&cfv1alpha1.CFBuild{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			build := o.(*cfv1alpha1.CFBuild)
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: build.Namespace, Name: build.Spec.AppRef.Name}}}
+		})).
+		Complete(r)
+}

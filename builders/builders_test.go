@@ -1,0 +1,190 @@
+package builders
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+func TestBuilders(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "builders (unit)")
+}
+
+var defaultBuilder = &kpackv1alpha2.Builder{
+	ObjectMeta: metav1.ObjectMeta{Name: "default"},
+	Spec: kpackv1alpha2.NamespacedBuilderSpec{BuilderSpec: kpackv1alpha2.BuilderSpec{
+		Tag:       "registry.local/builders/default",
+		Stack:     corev1.ObjectReference{Kind: kpackv1alpha2.ClusterStackKind, Name: "cflinuxfs4"},
+		Store:     corev1.ObjectReference{Kind: kpackv1alpha2.ClusterStoreKind, Name: "default"},
+		Lifecycle: corev1.ObjectReference{Kind: kpackv1alpha2.ClusterLifecycleKind, Name: "default-lifecycle"},
+		Order: []kpackv1alpha2.BuilderOrderEntry{{Group: []kpackv1alpha2.BuilderBuildpackRef{
+			{BuildpackRef: corev1alpha1.BuildpackRef{BuildpackInfo: corev1alpha1.BuildpackInfo{Id: "paketo-buildpacks/go"}, Optional: true}},
+		}}},
+	}},
+}
+
+var space = &cfv1alpha1.SpaceBuildConfig{
+	DropletRepositoryPrefix: "registry.local/org-a",
+	ServiceAccount:          &cfv1alpha1.PlacedObject{Name: "cf-build-org", From: "org-a"},
+	RegistryCredentials: []cfv1alpha1.RegistryCredential{
+		{Registry: "registry.local", Secret: cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: "org-a"}},
+	},
+}
+
+var _ = Describe("lifecycles", func() {
+	lifecycle := func(stack string, buildpacks ...string) cfv1alpha1.LifecycleData {
+		return cfv1alpha1.LifecycleData{Stack: stack, Buildpacks: buildpacks}
+	}
+
+	It("takes the build's lifecycle over the app's", func() {
+		app := &cfv1alpha1.CFApp{Spec: cfv1alpha1.CFAppSpec{Lifecycle: cfv1alpha1.Lifecycle{Data: lifecycle("", "a")}}}
+		build := &cfv1alpha1.CFBuild{}
+		Expect(effectiveLifecycle(build, app)).To(Equal(lifecycle("", "a")))
+		build.Spec.Lifecycle.Data = lifecycle("", "b")
+		Expect(effectiveLifecycle(build, app)).To(Equal(lifecycle("", "b")))
+	})
+
+	DescribeTable("uses the default Builder only for a lifecycle that names nothing of its own",
+		func(l cfv1alpha1.LifecycleData, usesDefault bool) {
+			Expect(usesDefaultBuilder(l, defaultBuilder)).To(Equal(usesDefault))
+		},
+		Entry("nothing named", lifecycle(""), true),
+		Entry("the default's own stack", lifecycle("cflinuxfs4"), true),
+		Entry("another stack", lifecycle("cflinuxfs5"), false),
+		Entry("buildpacks", lifecycle("", "paketo-buildpacks/go"), false),
+	)
+
+	It("names a dedicated Builder after the lifecycle: same stack and buildpacks, same name", func() {
+		a := dedicatedBuilderName(lifecycle("", "x", "y"), defaultBuilder)
+		Expect(a).To(HavePrefix("cf-lifecycle-"))
+		Expect(dedicatedBuilderName(lifecycle("cflinuxfs4", "x", "y"), defaultBuilder)).To(Equal(a))
+		Expect(dedicatedBuilderName(lifecycle("", "y", "x"), defaultBuilder)).NotTo(Equal(a))
+		Expect(dedicatedBuilderName(lifecycle("", "xy"), defaultBuilder)).NotTo(Equal(a))
+		Expect(dedicatedBuilderName(lifecycle("cflinuxfs5", "x", "y"), defaultBuilder)).NotTo(Equal(a))
+	})
+
+	It("makes a dedicated Builder from the default's store and lifecycle, with the buildpacks required in order", func() {
+		b := desiredDedicatedBuilder("space-1", lifecycle("cflinuxfs5", "paketo-buildpacks/nodejs", "paketo-buildpacks/procfile"), defaultBuilder, space)
+		Expect(b.Namespace).To(Equal("space-1"))
+		Expect(b.Labels).To(HaveKeyWithValue(cfv1alpha1.DedicatedBuilderLabel, "true"))
+		Expect(b.Spec.Tag).To(Equal("registry.local/org-a/builders/" + b.Name))
+		Expect(b.Spec.ServiceAccountName).To(Equal("cf-build-org"))
+		Expect(b.Spec.Store).To(Equal(defaultBuilder.Spec.Store))
+		Expect(b.Spec.Lifecycle).To(Equal(defaultBuilder.Spec.Lifecycle))
+		Expect(b.Spec.Stack).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.ClusterStackKind, Name: "cflinuxfs5"}))
+		Expect(b.Spec.Order).To(HaveLen(1))
+		Expect(b.Spec.Order[0].Group).To(HaveExactElements(
+			HaveField("BuildpackRef", corev1alpha1.BuildpackRef{BuildpackInfo: corev1alpha1.BuildpackInfo{Id: "paketo-buildpacks/nodejs"}}),
+			HaveField("BuildpackRef", corev1alpha1.BuildpackRef{BuildpackInfo: corev1alpha1.BuildpackInfo{Id: "paketo-buildpacks/procfile"}}),
+		))
+	})
+
+	It("keeps the default's buildpacks for a lifecycle that names only a stack", func() {
+		b := desiredDedicatedBuilder("space-1", lifecycle("cflinuxfs5"), defaultBuilder, space)
+		Expect(b.Spec.Order).To(Equal(defaultBuilder.Spec.Order))
+	})
+})
+
+var _ = Describe("the app's Image", func() {
+	It("stages the package below the space's droplet repository, with the build's name in the environment", func() {
+		app := &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: "app-guid", UID: "uid"}}
+		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Name: "build-guid"}}
+		pkg := &cfv1alpha1.CFPackage{Spec: cfv1alpha1.CFPackageSpec{Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{
+			Image: "registry.local/org-a/packages/p", ImagePullSecrets: []corev1.LocalObjectReference{{Name: "cf-registry-org"}}}}}}
+		image := desiredImage(app, build, pkg, "default", space)
+		Expect(image.Name).To(Equal("app-guid"))
+		Expect(image.OwnerReferences).To(ConsistOf(HaveField("UID", app.UID)))
+		Expect(image.Spec.Tag).To(Equal("registry.local/org-a/app-guid"))
+		Expect(image.Spec.ServiceAccountName).To(Equal("cf-build-org"))
+		Expect(image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: "default"}))
+		Expect(image.Spec.Source.Registry.Image).To(Equal("registry.local/org-a/packages/p"))
+		Expect(image.Spec.Source.Registry.ImagePullSecrets).To(Equal(pkg.Spec.Source.Registry.ImagePullSecrets))
+		Expect(image.Spec.ImageTaggingStrategy).To(Equal(corev1alpha1.None))
+		Expect(*image.Spec.SuccessBuildHistoryLimit).To(BeNumerically(">", 0))
+		Expect(*image.Spec.FailedBuildHistoryLimit).To(BeNumerically(">", 0))
+
+		kb := &kpackv1alpha2.Build{Spec: kpackv1alpha2.BuildSpec{Env: image.Spec.Build.Env}}
+		Expect(stagedBuild(kb)).To(Equal("build-guid"))
+	})
+})
+
+var _ = Describe("following a kpack Build", func() {
+	kpackBuild := func(status corev1.ConditionStatus, reason, message string) *kpackv1alpha2.Build {
+		kb := &kpackv1alpha2.Build{ObjectMeta: metav1.ObjectMeta{Name: "app-build-1",
+			Annotations: map[string]string{kpackv1alpha2.BuilderNameAnnotation: "default"}}}
+		kb.Status.Conditions = corev1alpha1.Conditions{{Type: corev1alpha1.ConditionSucceeded, Status: status, Reason: reason, Message: message}}
+		return kb
+	}
+	condition := func(b *cfv1alpha1.CFBuild, t string) metav1.Condition {
+		for _, c := range b.Status.Conditions {
+			if c.Type == t {
+				return c
+			}
+		}
+		return metav1.Condition{}
+	}
+
+	It("is staging while kpack builds", func() {
+		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+		Expect(followKpackBuild(build, kpackBuild(corev1.ConditionUnknown, "", ""))).To(BeFalse())
+		Expect(condition(build, cfv1alpha1.StagingCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(condition(build, cfv1alpha1.SucceededCondition)).To(HaveField("Status", metav1.ConditionUnknown))
+		Expect(build.Status.KpackBuild).To(Equal("app-build-1"))
+		Expect(build.Status.Builder).To(Equal("default"))
+		Expect(finished(build)).To(BeFalse())
+	})
+
+	It("carries kpack's reason and message and the failing step's", func() {
+		kb := kpackBuild(corev1.ConditionFalse, "PodFailed", "pod failed")
+		kb.Status.StepStates = []corev1.ContainerState{
+			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
+			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 51, Message: "no buildpack group passed detection"}},
+		}
+		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+		Expect(followKpackBuild(build, kb)).To(BeFalse())
+		Expect(condition(build, cfv1alpha1.SucceededCondition)).To(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", "PodFailed"),
+			HaveField("Message", "kpack build app-build-1 failed: pod failed; a step exited with code 51: no buildpack group passed detection")))
+		Expect(finished(build)).To(BeTrue())
+	})
+
+	It("makes a droplet of a succeeded build", func() {
+		kb := kpackBuild(corev1.ConditionTrue, "", "")
+		kb.Status.LatestImage = "registry.local/org-a/app@sha256:1"
+		kb.Status.Stack = corev1alpha1.BuildStack{ID: "io.buildpacks.stacks.jammy", RunImage: "registry.local/run@sha256:2"}
+		kb.Status.BuildMetadata = corev1alpha1.BuildpackMetadataList{{Id: "paketo-buildpacks/go", Version: "1.0.0"}}
+		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+		Expect(followKpackBuild(build, kb)).To(BeTrue())
+		d := droplet(kb, space, []cfv1alpha1.ProcessType{{Type: "web", Command: "./app"}})
+		Expect(d).To(Equal(&cfv1alpha1.BuildDropletStatus{
+			Registry:     cfv1alpha1.Registry{Image: "registry.local/org-a/app@sha256:1", ImagePullSecrets: []corev1.LocalObjectReference{{Name: "cf-registry-org"}}},
+			Stack:        "io.buildpacks.stacks.jammy",
+			RunImage:     "registry.local/run@sha256:2",
+			Buildpacks:   []cfv1alpha1.BuildpackVersion{{ID: "paketo-buildpacks/go", Version: "1.0.0"}},
+			ProcessTypes: []cfv1alpha1.ProcessType{{Type: "web", Command: "./app"}},
+		}))
+	})
+})
+
+var _ = Describe("process types of a droplet", func() {
+	It("reads commands as lists (platform API 0.10 and later) and as strings with args", func() {
+		Expect(processTypes(`{"processes":[{"type":"web","command":["./app","--port","8080"]},{"type":"worker","command":"bundle","args":["exec","sidekiq"]}]}`)).
+			To(Equal([]cfv1alpha1.ProcessType{{Type: "web", Command: "./app --port 8080"}, {Type: "worker", Command: "bundle exec sidekiq"}}))
+	})
+
+	It("says what is wrong with the label", func() {
+		_, err := processTypes("")
+		Expect(err).To(MatchError(ContainSubstring("no io.buildpacks.build.metadata label")))
+		_, err = processTypes(`{"processes":[{"type":"web","command":7}]}`)
+		Expect(err).To(MatchError(ContainSubstring(`process "web": command is neither a string nor a list`)))
+	})
+})

@@ -1,0 +1,56 @@
+package builders
+
+import (
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+// buildHistory is how many succeeded and failed builds kpack keeps per Image; set explicitly,
+// as every kpack default is, because kpack's defaulting webhook may not run.
+const buildHistory = 10
+
+// desiredImage is the one kpack Image of an app, staging a build's package with a Builder:
+// tagged below the space's droplet repository, run as the build ServiceAccount, owned by the
+// app so that deleting the app deletes it and its builds.
+func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alpha1.CFPackage, builder string, space *cfv1alpha1.SpaceBuildConfig) *kpackv1alpha2.Image {
+	return &kpackv1alpha2.Image{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: app.Namespace,
+			Name:      app.Name,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: kpackv1alpha2.ImageSpec{
+			Tag:                space.DropletRepositoryPrefix + "/" + app.Name,
+			Builder:            corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: builder},
+			ServiceAccountName: space.ServiceAccount.Name,
+			Source: corev1alpha1.SourceConfig{Registry: &corev1alpha1.Registry{
+				Image:            pkg.Spec.Source.Registry.Image,
+				ImagePullSecrets: pkg.Spec.Source.Registry.ImagePullSecrets,
+			}},
+			Build: &kpackv1alpha2.ImageBuild{
+				Env: []corev1.EnvVar{{Name: cfv1alpha1.BuildGUIDEnv, Value: build.Name}},
+			},
+			FailedBuildHistoryLimit:  ptr.To[int64](buildHistory),
+			SuccessBuildHistoryLimit: ptr.To[int64](buildHistory),
+			ImageTaggingStrategy:     corev1alpha1.None,
+		},
+	}
+}
+
+// stagedBuild returns the CFBuild that a kpack Build stages, from its environment.
+func stagedBuild(b *kpackv1alpha2.Build) string {
+	for _, env := range b.Spec.Env {
+		if env.Name == cfv1alpha1.BuildGUIDEnv {
+			return env.Value
+		}
+	}
+	return ""
+}

@@ -1,0 +1,79 @@
+package e2e_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+)
+
+var _ = Describe("Orgs and spaces that build", func() {
+	It("makes a space BuildReady once the org has its registry, with the root's default Builder", func(ctx SpecContext) {
+		org := createOrg(ctx, "acme-"+string(uuid.NewUUID())[:8])
+		space := createSpace(ctx, org, "dev")
+		placeOrgRegistry(ctx, org)
+
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+		s := &cfv1alpha1.CFSpace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, s)).To(Succeed())
+		Expect(s.Status.Build.Builder.Name).To(Equal(controlplane.DefaultBuilder))
+		Expect(s.Status.Build.Builder.From).To(Equal(root))
+		Expect(s.Status.Build.ServiceAccount).To(Equal(&cfv1alpha1.PlacedObject{Name: "cf-build-org", From: org}))
+		ns := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
+		Expect(ns.Labels).To(HaveKeyWithValue(cfv1alpha1.BuildReadyLabel, "true"))
+	})
+})
+
+func createOrg(ctx SpecContext, name string) string {
+	org := &cfv1alpha1.CFOrg{
+		ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: string(uuid.NewUUID())},
+		Spec:       cfv1alpha1.CFOrgSpec{DisplayName: name},
+	}
+	Expect(k8s.Create(ctx, org)).To(Succeed())
+	Eventually(func() bool {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(org), org)).To(Succeed())
+		return meta.IsStatusConditionTrue(org.Status.Conditions, cfv1alpha1.ReadyCondition)
+	}).Should(BeTrue())
+	return org.Name
+}
+
+func createSpace(ctx SpecContext, org, name string) string {
+	space := &cfv1alpha1.CFSpace{
+		ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: string(uuid.NewUUID())},
+		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: name},
+	}
+	Expect(k8s.Create(ctx, space)).To(Succeed())
+	Eventually(func() bool {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(space), space)).To(Succeed())
+		return meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.ReadyCondition)
+	}).Should(BeTrue())
+	return space.Name
+}
+
+// placeOrgRegistry is the operator's once-per-org step: a registry user for the org, its
+// credentials with the droplet repository, and a build ServiceAccount.
+func placeOrgRegistry(ctx SpecContext, org string) {
+	labels := map[string]string{cfv1alpha1.BuildConfigLabel: "true"}
+	Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "cf-registry-org", Labels: labels,
+			Annotations: map[string]string{cfv1alpha1.DropletRepositoryPrefixAnnotation: cp.Kpack().Registry.Host() + "/" + org}},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: registryUser(org)},
+	})).To(Succeed())
+	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "cf-build-org", Labels: labels}})).To(Succeed())
+}
+
+func buildReady(ctx SpecContext, org, space string) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		s := &cfv1alpha1.CFSpace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, s)).To(Succeed())
+		return meta.FindStatusCondition(s.Status.Conditions, cfv1alpha1.BuildReadyCondition)
+	}
+}
