@@ -99,9 +99,21 @@ func createAnchor(ctx SpecContext, parent string) string {
 // registryUser adds a registry user who may push under "<prefix>/" and returns a docker config
 // for it.
 func registryUser(prefix string) []byte {
-	user, password := "user-"+prefix, "password-"+string(uuid.NewUUID())
+	user, password := registryUserName(prefix), "password-"+string(uuid.NewUUID())
 	Expect(cp.Kpack().Registry.AddUser(registry.User{Name: user, Password: password, Prefixes: []string{prefix + "/"}})).To(Succeed())
+	passwords[user] = password
 	return controlplane.DockerConfig(cp.Kpack().Registry.Host(), user, password)
+}
+
+// passwords are those of the registry users the specs made.
+var passwords = map[string]string{}
+
+func registryUserName(prefix string) string { return "user-" + prefix }
+
+// registryCredentials are the registry user and password of a prefix.
+func registryCredentials(prefix string) (user, password string) {
+	user = registryUserName(prefix)
+	return user, passwords[user]
 }
 
 // registryServiceAccount creates a ServiceAccount with push rights under "<ns>/".

@@ -39,6 +39,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
+		StandInKubelet:    true,
 		DefaultBuilder:    true,
 		Manager:           manager,
 	})

@@ -54,7 +54,9 @@ var _ = Describe("Build configuration placed once per org", func() {
 		orgDefault := &corev1.ServiceAccount{}
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: "default"}, orgDefault) }).Should(Succeed())
 		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{}) }).Should(Succeed())
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{})
+		}).Should(Succeed())
 
 		Consistently(func() error {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "private"}, &corev1.Secret{})
@@ -124,7 +126,9 @@ var _ = Describe("Build configuration placed once per org", func() {
 	It("stops propagating an object whose label is removed", func(ctx SpecContext) {
 		space := createSpace(ctx, org)
 		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{}) }).Should(Succeed())
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{})
+		}).Should(Succeed())
 
 		mutate(ctx, secret, func() { delete(secret.Labels, cfv1alpha1.BuildConfigLabel) })
 		Eventually(func() error {

@@ -14,10 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/uuid"
-
 	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
-	"code.cloudfoundry.org/cf-hnc/internal/registry"
 )
 
 func main() {
@@ -48,11 +45,7 @@ func runLocal(ctx context.Context, manager string) error {
 		return err
 	}
 	defer cp.Stop()
-	password := string(uuid.NewUUID())
-	if err := cp.Kpack().Registry.AddUser(registry.User{Name: "operator", Password: password, Prefixes: []string{"orgs/"}}); err != nil {
-		return err
-	}
-	host := cp.Kpack().Registry.Host()
+	host, password := cp.Kpack().Registry.Host(), cp.Kpack().OperatorPassword
 	fmt.Printf(`
 cf-hnc is ready. Logs: %s
 
@@ -60,14 +53,14 @@ cf-hnc is ready. Logs: %s
   kubectl hns tree cf                       # the HNC view of orgs and spaces
   bin/kubectl-cf create-org acme
   bin/kubectl-cf create-space acme dev
-  bin/kubectl-cf set-registry acme --server %s --username operator --password %s \
-      --droplet-repository %s/orgs/acme     # once per org: credentials and droplet repository
+  bin/kubectl-cf set-registry acme --server %s --username %s --password %s \
+      --droplet-repository %s/%s/acme     # once per org: credentials and droplet repository
   bin/kubectl-cf tree                       # orgs, spaces and whether each can build
 
 The registry at %s holds a stack (ClusterStack %q), a lifecycle and buildpacks (ClusterStore %q);
 the default Builder %q is placed once in the root namespace %q.
 Press Ctrl-C to stop; everything started here stops with it.
-`, cp.LogDir(), cp.Kubeconfig, host, password, host, host, controlplane.Stack, controlplane.Store,
+`, cp.LogDir(), cp.Kubeconfig, host, controlplane.OperatorUser, password, host, controlplane.OrgsRepository, host, controlplane.Stack, controlplane.Store,
 		controlplane.DefaultBuilder, controlplane.RootNamespace)
 	select {
 	case <-ctx.Done():

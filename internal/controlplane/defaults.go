@@ -18,9 +18,10 @@ import (
 )
 
 // The default build configuration that the local control plane places once in the root
-// namespace, as an operator would: a Builder with every seeded buildpack, the ServiceAccount
-// it pushes its image with, and the credentials of that ServiceAccount. Orgs still need their
-// own registry credentials and droplet repository (kubectl cf set-registry).
+// namespace, as an operator would: a Builder with every seeded buildpack, and the build
+// ServiceAccount and credentials that `kubectl cf set-registry --all-orgs` places. The
+// credentials are the registry's operator account, which may push builder images and
+// droplets below orgs/. Orgs still need their droplet repository (kubectl cf set-registry).
 const (
 	DefaultBuilder        = "cf-default-builder"
 	defaultServiceAccount = "cf-build-root"
@@ -28,15 +29,20 @@ const (
 	// BuilderRepository holds the builder images, under the registry's public prefix so that
 	// every org's build pods can pull them with their own credentials.
 	BuilderRepository = "cnb/builders/default"
+	// OperatorUser is the registry account of the default credentials.
+	OperatorUser = "operator"
+	// OrgsRepository is where the operator account may push droplets.
+	OrgsRepository = "orgs"
 )
 
 // placeDefaultBuilder places the default build configuration in the root namespace and waits
 // until kpack reports the Builder Ready.
 func (cp *ControlPlane) placeDefaultBuilder(ctx context.Context) error {
-	user := registry.User{Name: "cf-builders", Password: string(uuid.NewUUID()), Prefixes: []string{"cnb/builders/"}}
+	user := registry.User{Name: OperatorUser, Password: string(uuid.NewUUID()), Prefixes: []string{"cnb/builders/", OrgsRepository + "/"}}
 	if err := cp.kpack.Registry.AddUser(user); err != nil {
 		return err
 	}
+	cp.kpack.OperatorPassword = user.Password
 	labels := map[string]string{cfv1alpha1.BuildConfigLabel: "true"}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: RootNamespace, Name: name, Labels: labels}

@@ -36,6 +36,9 @@ type Kpack struct {
 	Registry *registry.Registry
 	// Images are the seeded stack, lifecycle and buildpack images.
 	Images registry.Images
+	// OperatorPassword is the password of the registry's OperatorUser, once the default
+	// Builder is placed.
+	OperatorPassword string
 
 	controller *component
 }
@@ -162,4 +165,38 @@ func (cp *ControlPlane) kpackReady(obj client.Object) func(context.Context) erro
 		}
 		return nil
 	}
+}
+
+// UpgradeRunImage does what an operator does for a base-image (stack) fix: it publishes a new
+// run image and points the ClusterStack at its digest. kpack then rebuilds every Builder on
+// the stack, and every Image built on them with a rebase (reason STACK).
+func (cp *ControlPlane) UpgradeRunImage(ctx context.Context) (registry.Ref, error) {
+	ref, err := cp.kpack.Registry.PublishRunImage(ctx)
+	if err != nil {
+		return ref, err
+	}
+	stack := &kpackv1alpha2.ClusterStack{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: Stack}, stack); err != nil {
+		return ref, err
+	}
+	patch := client.MergeFrom(stack.DeepCopy())
+	stack.Spec.RunImage.Image = ref.Pinned()
+	return ref, cp.Client.Patch(ctx, stack, patch)
+}
+
+// UpgradeBuildpack does what an operator does for a buildpack release: it publishes the new
+// version and adds it to the ClusterStore. kpack then rebuilds the Builders that use the
+// buildpack, and the Images built with its old version (reason BUILDPACK).
+func (cp *ControlPlane) UpgradeBuildpack(ctx context.Context, id, version string) (registry.Buildpack, error) {
+	bp, err := cp.kpack.Registry.PublishBuildpack(ctx, id, version)
+	if err != nil {
+		return bp, err
+	}
+	store := &kpackv1alpha2.ClusterStore{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: Store}, store); err != nil {
+		return bp, err
+	}
+	patch := client.MergeFrom(store.DeepCopy())
+	store.Spec.Sources = append(store.Spec.Sources, corev1alpha1.ImageSource{Image: bp.Image.Tag})
+	return bp, cp.Client.Patch(ctx, store, patch)
 }

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+func newCreateSpaceCommand(s *session) *cobra.Command {
+	var (
+		guid string
+		wait waitOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "create-space ORG NAME [--guid GUID]",
+		Short: "Create a space in an org, wait until its namespace is ready, and show whether it can build",
+		Long: "Create a CFSpace named GUID with the display name NAME in the namespace of ORG (an org's name, " +
+			"case-insensitive, or its GUID); cf-hnc makes the space's namespace, named GUID, under the org's.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := s.client()
+			if err != nil {
+				return err
+			}
+			org, err := s.findOrg(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			space := &cfv1alpha1.CFSpace{
+				ObjectMeta: metav1.ObjectMeta{Namespace: org.Name, Name: guid},
+				Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: args[1]},
+			}
+			if space.Name == "" {
+				space.Name = string(uuid.NewUUID())
+			}
+			if err := c.Create(cmd.Context(), space); err != nil {
+				return fmt.Errorf("creating space %q in org %q: %w", space.Spec.DisplayName, org.Spec.DisplayName, rejected(err))
+			}
+			out := cmd.OutOrStdout()
+			if !wait.wait {
+				fmt.Fprintf(out, "space %q created in org %q: namespace %s\n", space.Spec.DisplayName, org.Spec.DisplayName, space.Name)
+				return nil
+			}
+			conditions := func() []metav1.Condition { return space.Status.Conditions }
+			if err := waitReady(cmd.Context(), c, space, conditions, wait.timeout); err != nil {
+				return fmt.Errorf("space %q (namespace %s): %w", space.Spec.DisplayName, space.Name, err)
+			}
+			fmt.Fprintf(out, "space %q in org %q is ready: namespace %s\n", space.Spec.DisplayName, org.Spec.DisplayName, space.Name)
+			// cf-hnc reports BuildReady in the same status update that makes the space Ready.
+			buildReady := meta.FindStatusCondition(space.Status.Conditions, cfv1alpha1.BuildReadyCondition)
+			fmt.Fprintf(out, "build ready: %s\n", describe(buildReady))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&guid, "guid", "", "The space's GUID, which names its namespace (default: a new UUID).")
+	wait.addFlags(cmd, "the space's namespace is ready")
+	return cmd
+}

@@ -1,0 +1,18 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NewCommandWrappingClient returns the kubectl-cf command with its client passed through wrap,
+// so that a spec can observe the calls a command makes.
+func NewCommandWrappingClient(wrap func(client.Client) client.Client) *cobra.Command {
+	return newCommand(func(kubeconfig string) (client.Client, error) {
+		c, err := connect(kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	})
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// describe is a condition with its message, for a person.
+func describe(c *metav1.Condition) string {
+	if c == nil {
+		return "cf-hnc has not reported on it yet"
+	}
+	return fmt.Sprintf("%s: %s", status(c), c.Message)
+}
+
+// status is a condition in a table cell: its status, and the reason when it is not True.
+func status(c *metav1.Condition) string {
+	switch {
+	case c == nil:
+		return string(metav1.ConditionUnknown)
+	case c.Status == metav1.ConditionTrue:
+		return string(c.Status)
+	}
+	return fmt.Sprintf("%s (%s)", c.Status, c.Reason)
+}
+
+// displayNamed is an org or a space.
+type displayNamed interface {
+	client.Object
+	GetDisplayName() string
+}
+
+// byDisplayName orders orgs or spaces by display name, ignoring case as Cloud Foundry does, and
+// then by GUID, so that the order is the same on every run.
+func byDisplayName[P displayNamed](a, b P) int {
+	return cmp.Or(
+		cmp.Compare(strings.ToLower(a.GetDisplayName()), strings.ToLower(b.GetDisplayName())),
+		cmp.Compare(a.GetName(), b.GetName()))
+}
+
+// label is an org's or a space's display name, marked while it is being deleted.
+func label(o displayNamed) string {
+	if o.GetDeletionTimestamp().IsZero() {
+		return o.GetDisplayName()
+	}
+	return o.GetDisplayName() + " (deleting)"
+}
+
+// writeTable writes rows as aligned columns, as kubectl does. Every row has the same number of
+// cells; an empty last cell leaves no blanks at the end of its line.
+func writeTable(out io.Writer, rows [][]string) error {
+	var buf bytes.Buffer
+	w := tabwriter.NewWriter(&buf, 0, 8, 3, ' ', 0)
+	for _, row := range rows {
+		// tabwriter aligns only cells that end in a tab: ending the last one in a tab too keeps
+		// a column aligned across rows that leave it empty.
+		fmt.Fprintln(w, strings.Join(row, "\t")+"\t")
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(buf.String()) {
+		if _, err := fmt.Fprintln(out, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rejected turns the apiserver's refusal of an object into an error that leads with what was
+// wrong: for a webhook's or a validation's refusal, the causes (such as "Organization 'acme'
+// already exists."), without the webhook and object names around them.
+func rejected(err error) error {
+	var apiStatus apierrors.APIStatus
+	if !errors.As(err, &apiStatus) || apiStatus.Status().Details == nil {
+		return err
+	}
+	causes := make([]string, 0, len(apiStatus.Status().Details.Causes))
+	for _, cause := range apiStatus.Status().Details.Causes {
+		text := cause.Message
+		if cause.Field != "" {
+			text = cause.Field + ": " + text
+		}
+		causes = append(causes, text)
+	}
+	if len(causes) == 0 {
+		return err
+	}
+	return &rejection{message: strings.Join(causes, "; "), err: err}
+}
+
+// rejection is an apiserver error with a shorter message; errors.As still finds the status.
+type rejection struct {
+	message string
+	err     error
+}
+
+func (r *rejection) Error() string { return r.message }
+func (r *rejection) Unwrap() error { return r.err }

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+// pollInterval is how often a waiting command looks at the cluster again.
+const pollInterval = 250 * time.Millisecond
+
+// needsOperator are the reasons for which Ready stays False until an operator acts: waiting
+// longer would only hide them.
+var needsOperator = []string{
+	cfv1alpha1.AnchorConflictReason,
+	cfv1alpha1.AnchorForbiddenReason,
+	cfv1alpha1.DuplicateNameReason,
+	cfv1alpha1.WrongNamespaceReason,
+}
+
+// waitOptions are the --wait and --timeout flags of the commands that change the cluster.
+type waitOptions struct {
+	wait    bool
+	timeout time.Duration
+}
+
+func (o *waitOptions) addFlags(cmd *cobra.Command, what string) {
+	cmd.Flags().BoolVar(&o.wait, "wait", true, "Wait until "+what+".")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Minute, "How long to wait.")
+}
+
+// waitReady polls obj until its Ready condition is True. It fails at once when Ready is False
+// for a reason that needs an operator, and after the timeout, with the last Ready condition.
+// conditions returns obj's conditions as last read.
+func waitReady(ctx context.Context, c client.Client, obj client.Object, conditions func() []metav1.Condition, timeout time.Duration) error {
+	var ready *metav1.Condition
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, fmt.Errorf("reading its status: %w", err)
+		}
+		ready = meta.FindStatusCondition(conditions(), cfv1alpha1.ReadyCondition)
+		switch {
+		case ready == nil:
+			return false, nil
+		case ready.Status == metav1.ConditionTrue:
+			return true, nil
+		case slices.Contains(needsOperator, ready.Reason):
+			return false, fmt.Errorf("needs an operator: %s", describe(ready))
+		}
+		return false, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("not ready after %s: %s", timeout, describe(ready))
+	}
+	return err
+}

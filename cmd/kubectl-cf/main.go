@@ -1,0 +1,22 @@
+// kubectl-cf is the kubectl plugin for cf-hnc's operators: `kubectl cf create-org`,
+// `create-space`, `set-registry` and `tree`. Installed on the PATH, kubectl runs it as `kubectl cf`.
+package main
+
+import (
+	"os"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"code.cloudfoundry.org/cf-hnc/cmd/kubectl-cf/internal/cli"
+)
+
+func main() {
+	// The plugin reports through its output and errors; controller-runtime's client would
+	// otherwise warn on stderr that no logger was set.
+	ctrl.SetLogger(logr.Discard())
+	// Cobra has printed the error already.
+	if err := cli.NewCommand().ExecuteContext(ctrl.SetupSignalHandler()); err != nil {
+		os.Exit(1)
+	}
+}
