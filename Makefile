@@ -42,7 +42,7 @@ run: build ## Run the system: a local control plane with everything, or the mana
 
 .PHONY: test
 test: generate manifests ## Run the unit, integration and e2e tests.
-	go test -count=1 -timeout 45m ./...
+	go test -count=1 -timeout 45m -v ./...
 
 .PHONY: bench
 bench: generate manifests ## Run the benchmarks on the local control plane.

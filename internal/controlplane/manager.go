@@ -64,6 +64,14 @@ func (cp *ControlPlane) StartManager(ctx context.Context) error {
 	return nil
 }
 
+// ManagerPID is the process id of the running cf-hnc manager, or 0.
+func (cp *ControlPlane) ManagerPID() int {
+	if cp.manager == nil {
+		return 0
+	}
+	return cp.manager.pid()
+}
+
 // StopManager stops the cf-hnc manager process, as a crash or a rolling update would.
 func (cp *ControlPlane) StopManager() {
 	if cp.manager != nil {

@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -25,6 +26,8 @@ type gate struct {
 	blobs map[string]map[string]bool
 	// pushers holds the user who last pushed a manifest, by repository and tag or digest.
 	pushers map[manifestKey]string
+	// manifestPuts counts the manifests pushed, by repository.
+	manifestPuts map[string]int
 }
 
 type manifestKey struct{ repo, ref string }
@@ -37,6 +40,7 @@ func newGate(next http.Handler, publicPrefix string, logger *log.Logger) *gate {
 		users:        map[string]User{},
 		blobs:        map[string]map[string]bool{},
 		pushers:      map[manifestKey]string{},
+		manifestPuts: map[string]int{},
 	}
 }
 
@@ -153,9 +157,23 @@ func (g *gate) record(rt route, method string, w *statusRecorder, user *User) {
 	case rt.kind == routeManifest && method == "PUT" && w.status == http.StatusCreated:
 		g.pushers[manifestKey{rt.repo, rt.ref}] = user.Name
 		g.pushers[manifestKey{rt.repo, digest}] = user.Name
+		g.manifestPuts[rt.repo]++
 	case rt.kind == routeManifest && method == "DELETE" && w.status == http.StatusAccepted:
 		delete(g.pushers, manifestKey{rt.repo, rt.ref})
 	}
+}
+
+// manifestsPushed counts the manifests pushed to repositories below prefix.
+func (g *gate) manifestsPushed(prefix string) int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := 0
+	for repo, puts := range g.manifestPuts {
+		if strings.HasPrefix(repo, prefix) {
+			n += puts
+		}
+	}
+	return n
 }
 
 // challenge answers 401 with the Basic challenge that makes clients send credentials.

@@ -156,3 +156,9 @@ func (r *Registry) PushedBy(ref string) (user string, ok bool) {
 	}
 	return r.gate.pushedBy(parsed.Context().RepositoryStr(), parsed.Identifier())
 }
+
+// ManifestsPushed counts the image manifests pushed so far to repositories whose path starts
+// with prefix (for example "cnb/builders/"): how many images were written there.
+func (r *Registry) ManifestsPushed(prefix string) int {
+	return r.gate.manifestsPushed(prefix)
+}

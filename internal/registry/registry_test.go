@@ -73,6 +73,18 @@ var _ = Describe("Registry", func() {
 		Expect(pusher(reg, "127.0.0.2:5000/org-a/app:v1")).To(BeEmpty())
 	})
 
+	It("counts the manifests pushed below a repository prefix", func() {
+		push(ref("org-a/builders/default:v1"), alice)
+		push(ref("org-a/builders/default:v2"), alice)
+		push(ref("org-a/builders/default-run-image:v1"), alice)
+		push(ref("org-a/app:v1"), alice)
+
+		Expect(reg.ManifestsPushed("org-a/builders/default")).To(Equal(3))
+		Expect(reg.ManifestsPushed("org-a/builders/default-run-image")).To(Equal(1))
+		Expect(reg.ManifestsPushed("org-a/")).To(Equal(4))
+		Expect(reg.ManifestsPushed("org-b/")).To(BeZero())
+	})
+
 	It("refuses other tenants' repositories", func() {
 		push(ref("org-a/app:v1"), alice)
 
