@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/onsi/gomega/gexec"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -145,6 +147,8 @@ const clusterBuilderRepository = "cnb/builders/cluster"
 type bench struct {
 	cp  *controlplane.ControlPlane
 	k8s client.Client
+	// notReady says why a space could not build, when one could not.
+	notReady string
 }
 
 func startBench(b *testing.B, name string, opts controlplane.Options) *bench {
@@ -154,6 +158,7 @@ func startBench(b *testing.B, name string, opts controlplane.Options) *bench {
 		b.Fatal(err)
 	}
 	b.Cleanup(gexec.CleanupBuildArtifacts)
+	ctrl.SetLogger(logr.Discard())
 	opts.WorkDir = ".local/bench-" + name
 	opts.ControllerManager, opts.HNC, opts.Manager = true, true, manager
 	cp, err := controlplane.Start(b.Context(), opts)
@@ -177,7 +182,7 @@ func (bn *bench) waitFor(b *testing.B, timeout time.Duration, what string, done 
 	deadline := time.Now().Add(timeout)
 	for !done() {
 		if time.Now().After(deadline) {
-			b.Fatalf("not %s after %s", what, timeout)
+			b.Fatalf("not %s after %s (%s); the logs are in %s", what, timeout, bn.notReady, bn.cp.LogDir())
 		}
 		if err := bn.cp.Healthy(); err != nil {
 			b.Fatal(err)
@@ -233,14 +238,17 @@ func (bn *bench) spaces(b *testing.B, org string, n int) []string {
 	return names
 }
 
-// buildReady counts the spaces of an org that can build.
+// buildReady counts the spaces of an org that can build, and logs why the others cannot.
 func (bn *bench) buildReady(b *testing.B, org string) int {
 	list := &cfv1alpha1.CFSpaceList{}
 	bn.must(b, bn.k8s.List(b.Context(), list, client.InNamespace(org)))
 	ready := 0
 	for _, s := range list.Items {
-		if meta.IsStatusConditionTrue(s.Status.Conditions, cfv1alpha1.BuildReadyCondition) {
+		c := meta.FindStatusCondition(s.Status.Conditions, cfv1alpha1.BuildReadyCondition)
+		if c != nil && c.Status == metav1.ConditionTrue {
 			ready++
+		} else if c != nil {
+			bn.notReady = fmt.Sprintf("space %s: %s: %s", s.Name, c.Reason, c.Message)
 		}
 	}
 	return ready
