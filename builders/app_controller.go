@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
@@ -162,7 +164,8 @@ func dropletCondition(s metav1.ConditionStatus, reason, format string, args ...a
 	return metav1.Condition{Type: cfv1alpha1.DropletCurrentCondition, Status: s, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// SetupWithManager registers the reconciler: it runs for CFApps and for their CFBuilds.
+// SetupWithManager registers the reconciler: it runs for CFApps, for their CFBuilds, and for
+// every app of an org whose upgrade policy changed (a held droplet may now be deployed).
 func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("cfapp").
@@ -171,5 +174,26 @@ func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			build := o.(*cfv1alpha1.CFBuild)
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: build.Namespace, Name: build.Spec.AppRef.Name}}}
 		})).
+		Watches(&cfv1alpha1.CFOrg{}, handler.EnqueueRequestsFromMapFunc(r.appsOfOrg),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
+}
+
+// appsOfOrg maps an org to the apps of all its spaces.
+func (r *AppReconciler) appsOfOrg(ctx context.Context, org client.Object) []ctrl.Request {
+	spaces := &cfv1alpha1.CFSpaceList{}
+	if err := r.client.List(ctx, spaces, client.InNamespace(org.GetName())); err != nil {
+		return nil
+	}
+	var requests []ctrl.Request
+	for _, space := range spaces.Items {
+		apps := &cfv1alpha1.CFAppList{}
+		if err := r.client.List(ctx, apps, client.InNamespace(space.Name)); err != nil {
+			return nil
+		}
+		for _, app := range apps.Items {
+			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&app)})
+		}
+	}
+	return requests
 }

@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
@@ -10,7 +12,7 @@ import (
 )
 
 // update changes obj as a user would: on the latest version, again after a conflict.
-func update(ctx SpecContext, obj client.Object, change func()) {
+func update(ctx context.Context, obj client.Object, change func()) {
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err

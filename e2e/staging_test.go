@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -127,7 +128,7 @@ var _ = Describe("Upgrades", Ordered, func() {
 		placeOrgRegistry(ctx, automaticOrg)
 		Eventually(buildReady(ctx, automaticOrg, automaticSpace)).Should(HaveField("Status", metav1.ConditionTrue))
 
-		held, automatic := deployedApp(ctx, org, space), deployedApp(ctx, automaticOrg, automaticSpace)
+		held, later, automatic := deployedApp(ctx, org, space), deployedApp(ctx, org, space), deployedApp(ctx, automaticOrg, automaticSpace)
 		heldDroplet, automaticDroplet := held.Spec.CurrentDropletRef.Name, automatic.Spec.CurrentDropletRef.Name
 		_, err := cp.UpgradeBuildpack(ctx, "paketo-buildpacks/go", "1.1.0")
 		Expect(err).NotTo(HaveOccurred())
@@ -139,12 +140,19 @@ var _ = Describe("Upgrades", Ordered, func() {
 		Eventually(dropletCurrent(ctx, held)).Should(HaveField("Reason", "UpgradeHeld"))
 		Expect(held.Status.HeldDropletRef).NotTo(BeNil())
 		Expect(currentDroplet(ctx, held)()).To(Equal(heldDroplet))
+		Eventually(dropletCurrent(ctx, later)).Should(HaveField("Reason", "UpgradeHeld"))
 
 		By("restaging: the app runs the held droplet")
 		restage := held.Status.HeldDropletRef.Name
 		update(ctx, held, func() { held.Spec.CurrentDropletRef.Name = restage })
 		Eventually(dropletCurrent(ctx, held)).Should(HaveField("Reason", "UpToDate"))
 		Expect(held.Status.HeldDropletRef).To(BeNil())
+
+		By("switching the org to Automatic: the app still held runs its held droplet")
+		heldForLater := later.Status.HeldDropletRef.Name
+		setUpgradePolicy(ctx, org, cfv1alpha1.AutomaticUpgrades)
+		DeferCleanup(setUpgradePolicy, org, cfv1alpha1.HeldUpgrades)
+		Eventually(currentDroplet(ctx, later)).Should(Equal(heldForLater))
 	})
 
 	It("loses nothing and makes no duplicate droplet when the manager restarts in the middle of an upgrade", func(ctx SpecContext) {
@@ -254,7 +262,7 @@ func uploadSource(org string) string {
 	return ref.String()
 }
 
-func setUpgradePolicy(ctx SpecContext, org string, policy cfv1alpha1.BuildpackUpgradePolicy) {
+func setUpgradePolicy(ctx context.Context, org string, policy cfv1alpha1.BuildpackUpgradePolicy) {
 	o := &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}}
 	update(ctx, o, func() { o.Spec.BuildpackUpgradePolicy = policy })
 }

@@ -72,7 +72,9 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	setCondition(&space.Status.Conditions, buildReady, space.Generation)
 	space.Status.ObservedGeneration = space.Generation
 	var result ctrl.Result
-	if needsOperator(ready) {
+	// A Secret that the build ServiceAccount names but that is no build-config Secret is not
+	// watched (the cache holds only those): look again now and then.
+	if needsOperator(ready) || buildReady.Reason == cfv1alpha1.ServiceAccountSecretMissingReason {
 		result.RequeueAfter = operatorRecheck
 	}
 	return result, status.Report(ctx, r.client, r.recorder, space, original, original.Status.Conditions, space.Status.Conditions)

@@ -3,7 +3,6 @@ package controlplane
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -158,5 +157,3 @@ func port(addr string) int {
 	n, _ := strconv.Atoi(p)
 	return n
 }
-
-var errNotReady = errors.New("not ready")
