@@ -7,19 +7,15 @@ import (
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"code.cloudfoundry.org/cf-hnc/internal/testenv"
 )
 
-// update changes obj as a user would: on the latest version, again after a conflict.
+// update changes obj as a user would.
 func update(ctx context.Context, obj client.Object, change func()) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change()
-		return k8s.Update(ctx, obj)
-	})).To(Succeed())
+	GinkgoHelper()
+	testenv.Update(ctx, k8s, obj, change)
 }
 
 // events returns the events about obj.

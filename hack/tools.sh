@@ -72,7 +72,7 @@ try_envtest_download() { # tool version dest
   [[ $1 == kube-apiserver || $1 == etcd ]] || return 1
   [[ ${CF_HNC_NO_DOWNLOAD:-} == "" ]] || return 1
   local setup_envtest
-  setup_envtest=$(cache_dir setup-envtest "$setup_envtest_version" controller-gen)/setup-envtest
+  setup_envtest=$cache/setup-envtest-$setup_envtest_version/setup-envtest
   if [[ ! -x $setup_envtest ]]; then
     mkdir -p "$(dirname "$setup_envtest")"
     GOBIN=$(dirname "$setup_envtest") go install \

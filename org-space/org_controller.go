@@ -56,10 +56,8 @@ func (r *OrgReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if !org.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, org)
 	}
-	if controllerutil.AddFinalizer(org, Finalizer) {
-		if err := r.client.Update(ctx, org); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := addFinalizer(ctx, r.client, org); err != nil {
+		return ctrl.Result{}, err
 	}
 	original := org.DeepCopy()
 	ready, err := r.reconcileNamespace(ctx, org)
@@ -98,22 +96,15 @@ func (r *OrgReconciler) reconcileNamespace(ctx context.Context, org *cfv1alpha1.
 	return ready, ns.label(ctx, r.client)
 }
 
+// reconcileDelete lets HNC delete the org's namespace with its spaces, then releases the org.
 func (r *OrgReconciler) reconcileDelete(ctx context.Context, org *cfv1alpha1.CFOrg) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(org, Finalizer) {
-		return ctrl.Result{}, nil
-	}
 	ns := orgNamespace(org)
-	if err := ns.allowCascadingDeletion(ctx, r.client); err != nil {
-		return ctrl.Result{}, err
+	if controllerutil.ContainsFinalizer(org, Finalizer) {
+		if err := ns.allowCascadingDeletion(ctx, r.client); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	gone, err := ns.remove(ctx, r.client)
-	if err != nil || !gone {
-		return ctrl.Result{RequeueAfter: deletionPoll}, err
-	}
-	r.recorder.Eventf(org, nil, corev1.EventTypeNormal, cfv1alpha1.DeletingReason, "Delete",
-		"namespace %s and its spaces are deleted", org.Name)
-	controllerutil.RemoveFinalizer(org, Finalizer)
-	return ctrl.Result{}, r.client.Update(ctx, org)
+	return ns.finishDeletion(ctx, r.client, r.recorder, org)
 }
 
 func orgNamespace(org *cfv1alpha1.CFOrg) subnamespace {

@@ -10,7 +10,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
@@ -46,12 +45,10 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !space.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, space)
+		return spaceNamespace(space).finishDeletion(ctx, r.client, r.recorder, space)
 	}
-	if controllerutil.AddFinalizer(space, Finalizer) {
-		if err := r.client.Update(ctx, space); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := addFinalizer(ctx, r.client, space); err != nil {
+		return ctrl.Result{}, err
 	}
 	original := space.DeepCopy()
 	ready, err := r.reconcileNamespace(ctx, space)
@@ -111,20 +108,6 @@ func (r *SpaceReconciler) labelBuildReadiness(ctx context.Context, space *cfv1al
 	ns := spaceNamespace(space)
 	ns.labels[cfv1alpha1.BuildReadyLabel] = strconv.FormatBool(buildReady.Status == metav1.ConditionTrue)
 	return ns.label(ctx, r.client)
-}
-
-func (r *SpaceReconciler) reconcileDelete(ctx context.Context, space *cfv1alpha1.CFSpace) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(space, Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	gone, err := spaceNamespace(space).remove(ctx, r.client)
-	if err != nil || !gone {
-		return ctrl.Result{RequeueAfter: deletionPoll}, err
-	}
-	r.recorder.Eventf(space, nil, corev1.EventTypeNormal, cfv1alpha1.DeletingReason, "Delete",
-		"namespace %s is deleted", space.Name)
-	controllerutil.RemoveFinalizer(space, Finalizer)
-	return ctrl.Result{}, r.client.Update(ctx, space)
 }
 
 func spaceNamespace(space *cfv1alpha1.CFSpace) subnamespace {

@@ -14,7 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -151,6 +154,29 @@ func (s subnamespace) allowCascadingDeletion(ctx context.Context, c client.Clien
 // forbidden namespace) rather than for an event: such a state is looked at again now and then.
 func needsOperator(ready metav1.Condition) bool {
 	return ready.Reason == cfv1alpha1.AnchorConflictReason || ready.Reason == cfv1alpha1.AnchorForbiddenReason
+}
+
+// addFinalizer keeps obj until its namespace is gone.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	if !controllerutil.AddFinalizer(obj, Finalizer) {
+		return nil
+	}
+	return c.Update(ctx, obj)
+}
+
+// finishDeletion deletes the anchor and, once the namespace is gone, records it and releases
+// obj; until then it asks to be called again.
+func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, recorder events.EventRecorder, obj client.Object) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	gone, err := s.remove(ctx, c)
+	if err != nil || !gone {
+		return ctrl.Result{RequeueAfter: deletionPoll}, err
+	}
+	recorder.Eventf(obj, nil, corev1.EventTypeNormal, cfv1alpha1.DeletingReason, "Delete", "namespace %s is deleted", s.name)
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	return ctrl.Result{}, c.Update(ctx, obj)
 }
 
 // setCondition sets a condition with the generation it describes and says whether it changed.

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -93,7 +92,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
 		placeServiceAccount(ctx, org, "build")
 
-		mutate(ctx, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = dockerConfig("registry.local", "rotated") })
+		testenv.Update(ctx, k8s, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = dockerConfig("registry.local", "rotated") })
 		for _, space := range spaces {
 			Eventually(func() []byte {
 				copied := &corev1.Secret{}
@@ -102,7 +101,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 			}).Should(Equal(dockerConfig("registry.local", "rotated")))
 		}
 
-		mutate(ctx, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"registry.local":{}}}`) })
+		testenv.Update(ctx, k8s, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"registry.local":{}}}`) })
 		for _, space := range spaces {
 			Eventually(buildReady(ctx, org, space)).Should(And(
 				HaveField("Reason", cfv1alpha1.InvalidDockerConfigReason),
@@ -123,6 +122,22 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Expect(ns.Labels).To(HaveKeyWithValue(cfv1alpha1.BuildReadyLabel, "false"))
 	})
 
+	It("reports a build ServiceAccount that names a Secret that does not exist, and keeps the operator's entry", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		Expect(k8s.Create(ctx, &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "build", Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+			Secrets:    []corev1.ObjectReference{{Name: "deleted-long-ago"}},
+		})).To(Succeed())
+
+		Eventually(buildReady(ctx, org, space)).Should(And(
+			HaveField("Reason", cfv1alpha1.ServiceAccountSecretMissingReason),
+			HaveField("Message", ContainSubstring("ServiceAccount build (from %s) names Secrets that do not exist in %s: deleted-long-ago", org, space))))
+		sa := &corev1.ServiceAccount{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: "build"}, sa)).To(Succeed())
+		Expect(sa.Secrets).To(ConsistOf(corev1.ObjectReference{Name: "deleted-long-ago"}, corev1.ObjectReference{Name: "registry"}))
+	})
+
 	It("stops propagating an object whose label is removed", func(ctx SpecContext) {
 		space := createSpace(ctx, org)
 		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
@@ -130,7 +145,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{})
 		}).Should(Succeed())
 
-		mutate(ctx, secret, func() { delete(secret.Labels, cfv1alpha1.BuildConfigLabel) })
+		testenv.Update(ctx, k8s, secret, func() { delete(secret.Labels, cfv1alpha1.BuildConfigLabel) })
 		Eventually(func() error {
 			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, &corev1.Secret{})
 		}).Should(WithTransform(client.IgnoreNotFound, BeNil()))
@@ -155,17 +170,6 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Expect(secrets.Items).NotTo(ContainElement(HaveField("ObjectMeta.Name", "org-a-registry")))
 	})
 })
-
-// mutate updates obj as an operator would: on the latest version, again after a conflict.
-func mutate(ctx SpecContext, obj client.Object, change func()) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change()
-		return k8s.Update(ctx, obj)
-	})).To(Succeed())
-}
 
 func dockerConfig(registry, password string) []byte {
 	auth := base64.StdEncoding.EncodeToString([]byte("user:" + password))

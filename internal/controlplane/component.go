@@ -141,14 +141,19 @@ func tail(path string, n int) string {
 	return "    " + strings.Join(lines, "\n    ")
 }
 
-// freeLoopbackAddr returns "127.0.0.1:<port>" with a port that was free a moment ago.
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeLoopbackAddrs returns two "127.0.0.1:<port>" addresses with ports that were free a
+// moment ago: every component here serves probes or metrics next to its main port.
+func freeLoopbackAddrs() (first, second string, err error) {
+	var addrs [2]string
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", "", err
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs[0], addrs[1], nil
 }
 
 // port returns the port of a "host:port" address.

@@ -40,11 +40,7 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := freeLoopbackAddr()
-	if err != nil {
-		return err
-	}
-	probes, err := freeLoopbackAddr()
+	metrics, probes, err := freeLoopbackAddrs()
 	if err != nil {
 		return err
 	}

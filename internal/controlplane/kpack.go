@@ -75,11 +75,7 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	profiling, err := freeLoopbackAddr()
-	if err != nil {
-		return err
-	}
-	metrics, err := freeLoopbackAddr()
+	profiling, metrics, err := freeLoopbackAddrs()
 	if err != nil {
 		return err
 	}

@@ -29,11 +29,7 @@ func (cp *ControlPlane) StartManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	probes, err := freeLoopbackAddr()
-	if err != nil {
-		return err
-	}
-	metrics, err := freeLoopbackAddr()
+	probes, metrics, err := freeLoopbackAddrs()
 	if err != nil {
 		return err
 	}

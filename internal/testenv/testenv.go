@@ -10,7 +10,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -67,4 +69,17 @@ func ExpectHealthy() {
 	if running != nil {
 		Expect(running.Healthy()).To(Succeed())
 	}
+}
+
+// Update changes obj as a user would: on the latest version, again after a conflict with a
+// controller that wrote it meanwhile.
+func Update(ctx context.Context, c client.Client, obj client.Object, change func()) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return c.Update(ctx, obj)
+	})).To(Succeed())
 }
