@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -18,16 +19,6 @@ import (
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
-)
-
-// Reasons of the DropletCurrent condition of apps.
-const (
-	upToDateReason        = "UpToDate"
-	noDropletReason       = "NoDroplet"
-	rebuildingReason      = "Rebuilding"
-	rebuildFailedReason   = "RebuildFailed"
-	upgradeHeldReason     = "UpgradeHeld"
-	dropletUpgradedReason = "DropletUpgraded"
 )
 
 // stackOnly is kpack's reason for a rebuild that only rebases the droplet on a new run image.
@@ -72,24 +63,27 @@ func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 func (r *AppReconciler) dropletCurrent(ctx context.Context, app *cfv1alpha1.CFApp) (metav1.Condition, error) {
 	app.Status.HeldDropletRef = nil
 	if app.Spec.CurrentDropletRef.Name == "" {
-		return dropletCondition(metav1.ConditionUnknown, noDropletReason, "the app has no droplet yet"), nil
+		return dropletCondition(metav1.ConditionUnknown, cfv1alpha1.NoDropletReason, "the app has no droplet yet"), nil
 	}
 	current := &cfv1alpha1.CFBuild{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Spec.CurrentDropletRef.Name}, current); err != nil {
-		return metav1.Condition{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return dropletCondition(metav1.ConditionFalse, cfv1alpha1.DropletMissingReason, "the app's droplet, CFBuild %s, does not exist", app.Spec.CurrentDropletRef.Name), nil
+		}
+		return metav1.Condition{}, err
 	}
 	newest, err := r.newestRebuild(ctx, current)
 	if err != nil || newest == nil {
-		return dropletCondition(metav1.ConditionTrue, upToDateReason, "the app runs its newest droplet"), err
+		return dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet"), err
 	}
 	reason := newest.Annotations[cfv1alpha1.RebuildReasonAnnotation]
 	succeeded := meta.FindStatusCondition(newest.Status.Conditions, cfv1alpha1.SucceededCondition)
 	switch {
 	case succeeded == nil || succeeded.Status == metav1.ConditionUnknown:
-		return dropletCondition(metav1.ConditionTrue, rebuildingReason,
+		return dropletCondition(metav1.ConditionTrue, cfv1alpha1.RebuildingReason,
 			"kpack rebuilds the droplet because of %s (CFBuild %s)", reason, newest.Name), nil
 	case succeeded.Status == metav1.ConditionFalse:
-		return dropletCondition(metav1.ConditionFalse, rebuildFailedReason,
+		return dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
 			"the rebuild because of %s failed, the app keeps droplet %s: %s", reason, current.Name, succeeded.Message), nil
 	}
 	policy, err := r.upgradePolicy(ctx, app.Namespace)
@@ -98,11 +92,11 @@ func (r *AppReconciler) dropletCurrent(ctx context.Context, app *cfv1alpha1.CFAp
 	}
 	if reason != stackOnly && policy != cfv1alpha1.AutomaticUpgrades {
 		app.Status.HeldDropletRef = &corev1.LocalObjectReference{Name: newest.Name}
-		return dropletCondition(metav1.ConditionFalse, upgradeHeldReason,
+		return dropletCondition(metav1.ConditionFalse, cfv1alpha1.UpgradeHeldReason,
 			"droplet %s was rebuilt because of %s and is held by the org's %s policy; restage (set spec.currentDropletRef to %s) to run it",
 			newest.Name, reason, policy, newest.Name), nil
 	}
-	return dropletCondition(metav1.ConditionTrue, upToDateReason, "the app runs its newest droplet"), r.move(ctx, app, current, newest, reason)
+	return dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet"), r.move(ctx, app, current, newest, reason)
 }
 
 // move points the app at the rebuilt droplet and says why.
@@ -114,7 +108,7 @@ func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, t
 		return err
 	}
 	app.Status = *status
-	r.recorder.Eventf(app, to, corev1.EventTypeNormal, dropletUpgradedReason, "Upgrade",
+	r.recorder.Eventf(app, to, corev1.EventTypeNormal, cfv1alpha1.DropletUpgradedReason, "Upgrade",
 		"moved from droplet %s to %s, which kpack rebuilt because of %s", from.Name, to.Name, reason)
 	return nil
 }

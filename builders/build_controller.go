@@ -82,27 +82,27 @@ func (r *BuildReconciler) stage(ctx context.Context, build *cfv1alpha1.CFBuild) 
 	app := &cfv1alpha1.CFApp{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: build.Namespace, Name: build.Spec.AppRef.Name}, app); err != nil {
 		if apierrors.IsNotFound(err) {
-			waiting(build, waitingReason, "app %s does not exist", build.Spec.AppRef.Name)
+			waiting(build, cfv1alpha1.WaitingReason, "app %s does not exist", build.Spec.AppRef.Name)
 			return nil
 		}
 		return err
 	}
 	if active, err := r.activeBuild(ctx, app); err != nil || active != build.Name {
-		waiting(build, queuedReason, "builds of app %s stage one at a time; waiting for build %s", app.Name, active)
+		waiting(build, cfv1alpha1.QueuedReason, "builds of app %s stage one at a time; waiting for build %s", app.Name, active)
 		return err
 	}
 	pkg := &cfv1alpha1.CFPackage{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: build.Namespace, Name: build.Spec.PackageRef.Name}, pkg); err != nil || pkg.Spec.Source.Registry.Image == "" {
-		waiting(build, waitingReason, "package %s is not uploaded", build.Spec.PackageRef.Name)
+		waiting(build, cfv1alpha1.WaitingReason, "package %s is not uploaded", build.Spec.PackageRef.Name)
 		return client.IgnoreNotFound(err)
 	}
 	if ready := meta.FindStatusCondition(space.Status.Conditions, cfv1alpha1.BuildReadyCondition); ready == nil || ready.Status != metav1.ConditionTrue {
-		waiting(build, waitingReason, "space %s cannot build: %s", space.Name, conditionMessage(ready))
+		waiting(build, cfv1alpha1.WaitingReason, "space %s cannot build: %s", space.Name, conditionMessage(ready))
 		return nil
 	}
 	builder, err := r.ensureBuilder(ctx, app, effectiveLifecycle(build, app), space.Status.Build)
 	if err != nil || !propagation.BuilderReady(builder) {
-		waiting(build, builderNotReadyReason, "Builder %s is not ready yet", builder.GetName())
+		waiting(build, cfv1alpha1.BuilderNotReadyReason, "Builder %s is not ready yet", builder.GetName())
 		return err
 	}
 	if err := r.ensureImage(ctx, desiredImage(app, build, pkg, builder.Name, space.Status.Build)); err != nil {
@@ -114,9 +114,9 @@ func (r *BuildReconciler) stage(ctx context.Context, build *cfv1alpha1.CFBuild) 
 	kb, err := r.kpackBuildStaging(ctx, build)
 	if err != nil || kb == nil {
 		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: buildScheduledReason,
+			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildScheduledReason,
 				Message: fmt.Sprintf("waiting for kpack to start a build of Image %s with Builder %s", app.Name, builder.Name)},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: buildScheduledReason,
+			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildScheduledReason,
 				Message: "staging"})
 		return err
 	}
@@ -141,8 +141,8 @@ func (r *BuildReconciler) follow(ctx context.Context, build *cfv1alpha1.CFBuild,
 		}
 		message := fmt.Sprintf("kpack build %s does not exist any more", name)
 		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: kpackBuildMissingReason, Message: message},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: kpackBuildMissingReason, Message: message})
+			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message},
+			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message})
 		return nil
 	}
 	if !followKpackBuild(build, kb) {

@@ -35,8 +35,12 @@ func (r *RebuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.client.Get(ctx, req.NamespacedName, kb); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	guid := stagedBuild(kb)
+	if guid == "" {
+		return ctrl.Result{}, nil // a kpack Build of an Image that cf-hnc did not make
+	}
 	origin := &cfv1alpha1.CFBuild{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: kb.Namespace, Name: stagedBuild(kb)}, origin); err != nil {
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: kb.Namespace, Name: guid}, origin); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.isRebuildOf(ctx, kb, origin) {

@@ -12,18 +12,6 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// Reasons of the Staging and Succeeded conditions of CFBuilds.
-const (
-	waitingReason           = "Waiting"
-	queuedReason            = "Queued"
-	builderNotReadyReason   = "BuilderNotReady"
-	buildScheduledReason    = "BuildScheduled"
-	buildRunningReason      = "BuildRunning"
-	buildSucceededReason    = "BuildSucceeded"
-	buildFailedReason       = "BuildFailed"
-	kpackBuildMissingReason = "KpackBuildMissing"
-)
-
 // waiting sets the conditions of a build that cannot start yet: not failed, not staging.
 func waiting(build *cfv1alpha1.CFBuild, reason, format string, args ...any) {
 	message := fmt.Sprintf(format, args...)
@@ -41,15 +29,15 @@ func followKpackBuild(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build) (succe
 	switch {
 	case done.IsTrue():
 		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: buildSucceededReason,
+			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildSucceededReason,
 				Message: fmt.Sprintf("kpack build %s succeeded", kb.Name)},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue, Reason: buildSucceededReason,
+			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildSucceededReason,
 				Message: fmt.Sprintf("droplet %s", kb.Status.LatestImage)})
 		return true
 	case done.IsFalse():
 		reason, message := failure(kb)
 		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: buildFailedReason, Message: message},
+			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildFailedReason, Message: message},
 			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message})
 	default:
 		message := fmt.Sprintf("kpack build %s is running", kb.Name)
@@ -57,8 +45,8 @@ func followKpackBuild(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build) (succe
 			message += "; steps completed: " + strings.Join(kb.Status.StepsCompleted, ", ")
 		}
 		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: buildRunningReason, Message: message},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: buildRunningReason, Message: message})
+			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildRunningReason, Message: message},
+			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildRunningReason, Message: message})
 	}
 	return false
 }
@@ -66,7 +54,7 @@ func followKpackBuild(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build) (succe
 // failure is the reason and message of a failed kpack Build: kpack's own, and the step that
 // failed with its exit code and message.
 func failure(kb *kpackv1alpha2.Build) (reason, message string) {
-	reason, message = buildFailedReason, fmt.Sprintf("kpack build %s failed", kb.Name)
+	reason, message = cfv1alpha1.BuildFailedReason, fmt.Sprintf("kpack build %s failed", kb.Name)
 	if c := kb.Status.GetCondition(corev1alpha1.ConditionSucceeded); c != nil {
 		if c.Reason != "" {
 			reason = c.Reason

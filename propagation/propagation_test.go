@@ -6,7 +6,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -153,6 +155,28 @@ var _ = Describe("Build configuration placed once per org", func() {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 			return secret.Annotations
 		}).ShouldNot(HaveKey("propagate.hnc.x-k8s.io/all"))
+	})
+
+	It("propagates a labelled Builder, and stops when the label goes, leaving an operator's own annotation alone", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		builder := &kpackv1alpha2.Builder{
+			ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "org-builder", Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+			Spec:       kpackv1alpha2.NamespacedBuilderSpec{BuilderSpec: kpackv1alpha2.BuilderSpec{Tag: "registry.local/builders/org"}},
+		}
+		Expect(k8s.Create(ctx, builder)).To(Succeed())
+		copied := client.ObjectKey{Namespace: space, Name: builder.Name}
+		Eventually(func() error { return k8s.Get(ctx, copied, &kpackv1alpha2.Builder{}) }).Should(Succeed())
+
+		testenv.Update(ctx, k8s, builder, func() { delete(builder.Labels, cfv1alpha1.BuildConfigLabel) })
+		Eventually(func() error { return k8s.Get(ctx, copied, &kpackv1alpha2.Builder{}) }).Should(WithTransform(apierrors.IsNotFound, BeTrue()))
+
+		By("an unlabelled Builder that the operator marks for propagation by hand")
+		testenv.Update(ctx, k8s, builder, func() { builder.Annotations = map[string]string{"propagate.hnc.x-k8s.io/all": "true"} })
+		Eventually(func() error { return k8s.Get(ctx, copied, &kpackv1alpha2.Builder{}) }).Should(Succeed())
+		Consistently(func() map[string]string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(builder), builder)).To(Succeed())
+			return builder.Annotations
+		}, "2s").Should(HaveKeyWithValue("propagate.hnc.x-k8s.io/all", "true"))
 	})
 
 	It("never lets one org's credentials reach another org", func(ctx SpecContext) {

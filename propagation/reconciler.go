@@ -72,18 +72,17 @@ func SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile states what cf-hnc wants on one object of the Reconciler's kind.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	obj := r.newObject()
-	err := r.client.Get(ctx, req.NamespacedName, obj)
-	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.release(ctx, req.NamespacedName)
-	}
-	if err != nil {
+	obj, err := r.get(ctx, req.NamespacedName)
+	if obj == nil || err != nil {
 		return reconcile.Result{}, err
 	}
-	if _, copied := obj.GetLabels()[hncv1alpha2.LabelInheritedFrom]; copied || !BuildConfigSelector.Matches(labels.Set(obj.GetLabels())) {
+	if _, copied := obj.GetLabels()[hncv1alpha2.LabelInheritedFrom]; copied {
 		return reconcile.Result{}, nil
 	}
-	intent := r.intentFor(obj)
+	if !BuildConfigSelector.Matches(labels.Set(obj.GetLabels())) {
+		return reconcile.Result{}, r.release(ctx, obj)
+	}
+	intent := r.intent(obj)
 	var credentials []string
 	sa, isServiceAccount := obj.(*corev1.ServiceAccount)
 	if isServiceAccount {
@@ -99,35 +98,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(intent), fieldOwner, client.ForceOwnership)
 }
 
-// release withdraws everything cf-hnc set on an object that is no longer labelled, if it set
-// anything: HNC then deletes its copies.
-func (r *Reconciler) release(ctx context.Context, key client.ObjectKey) error {
-	current := &metav1.PartialObjectMetadata{}
-	current.SetGroupVersionKind(r.kind)
-	if err := r.uncached.Get(ctx, key, current); err != nil {
-		return client.IgnoreNotFound(err)
+// get returns the object from the cache or, when the cache does not hold it (the cache holds
+// only labelled Secrets and ServiceAccounts), its metadata from the API server; nil if it is
+// gone.
+func (r *Reconciler) get(ctx context.Context, key client.ObjectKey) (client.Object, error) {
+	obj := r.newObject()
+	err := r.client.Get(ctx, key, obj)
+	if !apierrors.IsNotFound(err) {
+		return obj, err
 	}
-	if _, marked := current.Annotations[propagateToAll]; !marked {
-		return nil
+	metadata := &metav1.PartialObjectMetadata{}
+	metadata.SetGroupVersionKind(r.kind)
+	if err := r.uncached.Get(ctx, key, metadata); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	if _, copied := current.Labels[hncv1alpha2.LabelInheritedFrom]; copied {
+	return metadata, nil
+}
+
+// release withdraws what cf-hnc set on an object that lost its label, if it set anything: HNC
+// then deletes the copies. An operator's own propagation annotation stays.
+func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool {
+		return f.Manager == string(fieldOwner) && f.Operation == metav1.ManagedFieldsOperationApply
+	}) {
 		return nil
 	}
 	log.FromContext(ctx).Info("no longer a build-config object; withdrawing propagation")
-	intent := &unstructured.Unstructured{}
-	intent.SetGroupVersionKind(r.kind)
-	intent.SetNamespace(key.Namespace)
-	intent.SetName(key.Name)
-	return client.IgnoreNotFound(r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(intent), fieldOwner, client.ForceOwnership))
+	return client.IgnoreNotFound(r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(r.intent(obj)), fieldOwner, client.ForceOwnership))
 }
 
-// intentFor is what cf-hnc wants on every build-config object: HNC propagates it.
-func (r *Reconciler) intentFor(obj client.Object) *unstructured.Unstructured {
+// intent is what cf-hnc wants on a build-config object: HNC propagates it. On an object that
+// is no build-config object any more, it wants nothing.
+func (r *Reconciler) intent(obj client.Object) *unstructured.Unstructured {
 	intent := &unstructured.Unstructured{}
 	intent.SetGroupVersionKind(r.kind)
 	intent.SetNamespace(obj.GetNamespace())
 	intent.SetName(obj.GetName())
-	intent.SetAnnotations(map[string]string{propagateToAll: "true"})
+	if BuildConfigSelector.Matches(labels.Set(obj.GetLabels())) {
+		intent.SetAnnotations(map[string]string{propagateToAll: "true"})
+	}
 	return intent
 }
 

@@ -43,3 +43,26 @@ const (
 	BuilderMissingReason                 = "BuilderMissing"
 	BuilderNotReadyReason                = "BuilderNotReady"
 )
+
+// Reasons of the Staging and Succeeded conditions of CFBuilds. A waiting build is neither
+// staging nor failed; Succeeded False carries kpack's own reason when it gives one.
+const (
+	WaitingReason           = "Waiting"
+	QueuedReason            = "Queued"
+	BuildScheduledReason    = "BuildScheduled"
+	BuildRunningReason      = "BuildRunning"
+	BuildSucceededReason    = "BuildSucceeded"
+	BuildFailedReason       = "BuildFailed"
+	KpackBuildMissingReason = "KpackBuildMissing"
+)
+
+// Reasons of the DropletCurrent condition of CFApps, and of the event of an upgrade.
+const (
+	UpToDateReason        = "UpToDate"
+	NoDropletReason       = "NoDroplet"
+	DropletMissingReason  = "DropletMissing"
+	RebuildingReason      = "Rebuilding"
+	RebuildFailedReason   = "RebuildFailed"
+	UpgradeHeldReason     = "UpgradeHeld"
+	DropletUpgradedReason = "DropletUpgraded"
+)
