@@ -51,9 +51,10 @@ type Options struct {
 	// DefaultBuilder places a default Builder, its ServiceAccount and credentials once in the
 	// root namespace (requires Kpack and HNC), so that every space gets a Builder.
 	DefaultBuilder bool
-	// Webhooks installs cf-hnc's webhook configurations, served on Webhooks().
+	// Webhooks prepares certificates and a port for cf-hnc's webhook server (Webhooks()); a
+	// test that serves them registers the configurations with RegisterWebhooks.
 	Webhooks bool
-	// Manager runs the cf-hnc manager binary at this path (requires Webhooks). Empty: none,
+	// Manager runs the cf-hnc manager binary at this path, serving the webhooks. Empty: none,
 	// for tests that run reconcilers in their own process.
 	Manager string
 	// ManagerArgs are extra flags for the manager.
@@ -108,7 +109,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.ControllerManager, cp.startControllerManager},
 		{opts.HNC, cp.startHNC},
 		{opts.HNC, cp.installRoot},
-		{opts.Webhooks || opts.Manager != "", cp.installWebhooks},
+		{opts.Webhooks || opts.Manager != "", cp.prepareCFHNCWebhooks},
 		{opts.Kpack, cp.startKpack},
 		{opts.StandInKubelet, cp.startStandInKubelet},
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},

@@ -50,9 +50,9 @@ func prepareWebhooks(prefix string, files ...string) (*envtest.WebhookInstallOpt
 	return opts, nil
 }
 
-// installWebhooks prepares cf-hnc's webhook configurations; they are registered with the
-// apiserver by serveWebhooks once a server listens.
-func (cp *ControlPlane) installWebhooks(context.Context) error {
+// prepareCFHNCWebhooks prepares cf-hnc's webhook configurations; RegisterWebhooks registers
+// them with the apiserver once a server listens.
+func (cp *ControlPlane) prepareCFHNCWebhooks(context.Context) error {
 	opts, err := prepareWebhooks("cf-hnc-", cp.paths.config("webhook", "manifests.yaml"))
 	if err != nil {
 		return err
