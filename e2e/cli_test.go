@@ -40,14 +40,15 @@ var _ = Describe("The operator's flow with kubectl cf and kubectl hns", func() {
 		Expect(run(kubectlCF, "set-registry", name, "--server", host, "--username", user, "--password", password,
 			"--droplet-repository", host+"/"+org)).To(MatchRegexp(`(?m)^%s\s+dev\s+%s\s+True\s*$`, name, dev))
 
+		By("a space created later: it can build once HNC has copied the org's and root's objects")
 		staging := string(uuid.NewUUID())
-		Expect(run(kubectlCF, "create-space", name, "staging", "--guid", staging)).To(ContainSubstring("build ready: True"))
+		Expect(run(kubectlCF, "create-space", name, "staging", "--guid", staging)).To(ContainSubstring(`space "staging" in org %q is ready`, name))
 
 		Expect(run(kubectlHNS, "tree", root)).To(And(
 			ContainSubstring("[s] "+org),
 			ContainSubstring("[s] "+dev),
 			ContainSubstring("[s] "+staging)))
-		Expect(run(kubectlCF, "tree")).To(And(
+		Eventually(func() string { return run(kubectlCF, "tree") }).Should(And(
 			MatchRegexp(`(?m)^%s\s+%s\s+True\s*$`, name, org),
 			MatchRegexp(`(?m)^├── dev\s+%s\s+True\s+True\s*$`, dev),
 			MatchRegexp(`(?m)^└── staging\s+%s\s+True\s+True\s*$`, staging)))
