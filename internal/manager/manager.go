@@ -50,6 +50,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := propagation.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := propagation.SetupBuilderCopies(mgr); err != nil {
+		return err
+	}
 	if err := builders.NewBuildReconciler(c, mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
