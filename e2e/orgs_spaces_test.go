@@ -14,6 +14,7 @@ import (
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/testenv"
 )
 
 var _ = Describe("Orgs and spaces that build", func() {
@@ -34,30 +35,10 @@ var _ = Describe("Orgs and spaces that build", func() {
 	})
 })
 
-func createOrg(ctx SpecContext, name string) string {
-	org := &cfv1alpha1.CFOrg{
-		ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: string(uuid.NewUUID())},
-		Spec:       cfv1alpha1.CFOrgSpec{DisplayName: name},
-	}
-	Expect(k8s.Create(ctx, org)).To(Succeed())
-	Eventually(func() bool {
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(org), org)).To(Succeed())
-		return meta.IsStatusConditionTrue(org.Status.Conditions, cfv1alpha1.ReadyCondition)
-	}).Should(BeTrue())
-	return org.Name
-}
+func createOrg(ctx SpecContext, name string) string { return testenv.CreateOrg(ctx, k8s, name) }
 
 func createSpace(ctx SpecContext, org, name string) string {
-	space := &cfv1alpha1.CFSpace{
-		ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: string(uuid.NewUUID())},
-		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: name},
-	}
-	Expect(k8s.Create(ctx, space)).To(Succeed())
-	Eventually(func() bool {
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(space), space)).To(Succeed())
-		return meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.ReadyCondition)
-	}).Should(BeTrue())
-	return space.Name
+	return testenv.CreateSpace(ctx, k8s, org, name)
 }
 
 var buildConfig = map[string]string{cfv1alpha1.BuildConfigLabel: "true"}

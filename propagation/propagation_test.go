@@ -226,29 +226,11 @@ func placeServiceAccount(ctx SpecContext, namespace, name string) {
 }
 
 func createOrg(ctx SpecContext) string {
-	org := &cfv1alpha1.CFOrg{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testenv.RootNamespace, Name: string(uuid.NewUUID())},
-		Spec:       cfv1alpha1.CFOrgSpec{DisplayName: "org " + string(uuid.NewUUID())},
-	}
-	Expect(k8s.Create(ctx, org)).To(Succeed())
-	Eventually(func() bool {
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(org), org)).To(Succeed())
-		return meta.IsStatusConditionTrue(org.Status.Conditions, cfv1alpha1.ReadyCondition)
-	}).Should(BeTrue())
-	return org.Name
+	return testenv.CreateOrg(ctx, k8s, "org "+string(uuid.NewUUID()))
 }
 
 func createSpace(ctx SpecContext, org string) string {
-	space := &cfv1alpha1.CFSpace{
-		ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: string(uuid.NewUUID())},
-		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: "space " + string(uuid.NewUUID())},
-	}
-	Expect(k8s.Create(ctx, space)).To(Succeed())
-	Eventually(func() bool {
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(space), space)).To(Succeed())
-		return meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.ReadyCondition)
-	}).Should(BeTrue())
-	return space.Name
+	return testenv.CreateSpace(ctx, k8s, org, "space "+string(uuid.NewUUID()))
 }
 
 func getSpace(ctx SpecContext, org, space string) *cfv1alpha1.CFSpace {

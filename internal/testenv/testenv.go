@@ -10,6 +10,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
 	"code.cloudfoundry.org/cf-hnc/internal/manager"
 )
@@ -82,4 +86,35 @@ func Update(ctx context.Context, c client.Client, obj client.Object, change func
 		change()
 		return c.Update(ctx, obj)
 	})).To(Succeed())
+}
+
+// CreateOrg creates an org with a display name, waits until it is Ready and returns its GUID.
+func CreateOrg(ctx context.Context, c client.Client, displayName string) string {
+	GinkgoHelper()
+	org := &cfv1alpha1.CFOrg{
+		ObjectMeta: metav1.ObjectMeta{Namespace: RootNamespace, Name: string(uuid.NewUUID())},
+		Spec:       cfv1alpha1.CFOrgSpec{DisplayName: displayName},
+	}
+	Expect(c.Create(ctx, org)).To(Succeed())
+	Eventually(ready(ctx, c, org, &org.Status.Conditions)).Should(BeTrue(), "org %q Ready", displayName)
+	return org.Name
+}
+
+// CreateSpace creates a space in an org, waits until it is Ready and returns its GUID.
+func CreateSpace(ctx context.Context, c client.Client, org, displayName string) string {
+	GinkgoHelper()
+	space := &cfv1alpha1.CFSpace{
+		ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: string(uuid.NewUUID())},
+		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: displayName},
+	}
+	Expect(c.Create(ctx, space)).To(Succeed())
+	Eventually(ready(ctx, c, space, &space.Status.Conditions)).Should(BeTrue(), "space %q Ready", displayName)
+	return space.Name
+}
+
+func ready(ctx context.Context, c client.Client, obj client.Object, conditions *[]metav1.Condition) func() bool {
+	return func() bool {
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		return meta.IsStatusConditionTrue(*conditions, cfv1alpha1.ReadyCondition)
+	}
 }
