@@ -179,8 +179,8 @@ func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, recor
 	return ctrl.Result{}, c.Update(ctx, obj)
 }
 
-// setCondition sets a condition with the generation it describes and says whether it changed.
-func setCondition(conditions *[]metav1.Condition, c metav1.Condition, generation int64) bool {
+// setCondition sets a condition with the generation it describes.
+func setCondition(conditions *[]metav1.Condition, c metav1.Condition, generation int64) {
 	c.ObservedGeneration = generation
-	return meta.SetStatusCondition(conditions, c)
+	meta.SetStatusCondition(conditions, c)
 }

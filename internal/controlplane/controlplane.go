@@ -57,8 +57,6 @@ type Options struct {
 	// Manager runs the cf-hnc manager binary at this path, serving the webhooks. Empty: none,
 	// for tests that run reconcilers in their own process.
 	Manager string
-	// ManagerArgs are extra flags for the manager.
-	ManagerArgs []string
 }
 
 // ControlPlane is a running local control plane.

@@ -34,14 +34,14 @@ func (cp *ControlPlane) StartManager(ctx context.Context) error {
 		return err
 	}
 	host, port, certDir := cp.Webhooks()
-	args := append([]string{
+	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--health-probe-bind-address=" + probes,
 		"--metrics-bind-address=" + metrics,
 		"--webhook-host=" + host,
 		"--webhook-port=" + strconv.Itoa(port),
 		"--webhook-cert-dir=" + certDir,
-	}, cp.opts.ManagerArgs...)
+	}
 	manager, err := startComponent("cf-hnc-manager", cp.paths.logDir(), cp.opts.Manager, args, nil)
 	if err != nil {
 		return err
