@@ -11,7 +11,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"code.cloudfoundry.org/cf-hnc/internal/manager"
+	"code.cloudfoundry.org/cf-hnc/manager"
 )
 
 func main() {
@@ -24,6 +24,9 @@ func main() {
 		enableWebhooks bool
 		leaderElect    bool
 		rootNamespace  string
+		concurrency    int
+		qps            float64
+		burst          int
 	)
 	// Every address defaults to loopback; a deployment that must be reached from outside the
 	// pod (probes, webhooks) says so with these flags.
@@ -35,6 +38,9 @@ func main() {
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "Serve the validating webhooks (turn off when running outside a cluster that cannot reach the manager).")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&rootNamespace, "root-namespace", "cf", "The root namespace: orgs are created in it and their namespaces under it.")
+	flag.IntVar(&concurrency, "concurrency", 8, "How many spaces, and how many builds, are reconciled at once.")
+	flag.Float64Var(&qps, "kube-api-qps", 200, "Requests per second to the apiserver that the manager may make, sustained.")
+	flag.IntVar(&burst, "kube-api-burst", 400, "Requests to the apiserver that the manager may make in a burst.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -47,12 +53,14 @@ func main() {
 	opts.LeaderElection = leaderElect
 	opts.LeaderElectionID = "cf-hnc.workloads.cloudfoundry.org"
 	opts.WebhookServer = webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir})
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), opts)
+	config := ctrl.GetConfigOrDie()
+	config.QPS, config.Burst = float32(qps), burst
+	mgr, err := ctrl.NewManager(config, opts)
 	if err != nil {
 		setupLog.Error(err, "cannot create the manager")
 		os.Exit(1)
 	}
-	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, Webhooks: enableWebhooks}); err != nil {
+	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, Webhooks: enableWebhooks, Concurrency: concurrency}); err != nil {
 		setupLog.Error(err, "cannot set up the manager")
 		os.Exit(1)
 	}

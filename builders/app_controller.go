@@ -2,12 +2,13 @@ package builders
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -29,13 +30,14 @@ const stackOnly = "STACK"
 // lifecycle as its org's BuildpackUpgradePolicy says. A failed rebuild never moves an app.
 type AppReconciler struct {
 	client   client.Client
+	reporter *status.Reporter
 	recorder events.EventRecorder
 	root     string
 }
 
 // NewAppReconciler returns an AppReconciler for orgs in the root namespace.
 func NewAppReconciler(c client.Client, recorder events.EventRecorder, root string) *AppReconciler {
-	return &AppReconciler{client: c, recorder: recorder, root: root}
+	return &AppReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps,verbs=get;list;watch;patch
@@ -43,73 +45,123 @@ func NewAppReconciler(c client.Client, recorder events.EventRecorder, root strin
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs,verbs=get;list;watch
 
 // Reconcile moves the app to its newest rebuilt droplet, or says why it stays where it is.
-func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	app := &cfv1alpha1.CFApp{}
 	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	original := app.DeepCopy()
-	current, err := r.dropletCurrent(ctx, app)
+	report := r.reporter.Track(app)
+	defer func() { err = errors.Join(err, report(ctx)) }()
+
+	in, err := r.observe(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	current.ObservedGeneration = app.Generation
-	meta.SetStatusCondition(&app.Status.Conditions, current)
-	app.Status.ObservedGeneration = app.Generation
-	return ctrl.Result{}, status.Report(ctx, r.client, r.recorder, app, original, original.Status.Conditions, app.Status.Conditions)
+	decision := decideDroplet(in)
+	status.Set(app, decision.condition)
+	app.Status.HeldDropletRef = decision.held
+	if decision.moveTo == nil {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.move(ctx, app, in.current, decision.moveTo)
 }
 
-// dropletCurrent moves the app if a rebuild allows it, and returns its DropletCurrent condition.
-func (r *AppReconciler) dropletCurrent(ctx context.Context, app *cfv1alpha1.CFApp) (metav1.Condition, error) {
-	app.Status.HeldDropletRef = nil
+// dropletInputs is what the droplet an app should run depends on, as observed.
+type dropletInputs struct {
+	app *cfv1alpha1.CFApp
+	// current is the CFBuild whose droplet the app runs; nil if it has none or it is gone.
+	current *cfv1alpha1.CFBuild
+	// newest is the newest rebuild of the current droplet's lineage, newer than it; nil if none.
+	newest *cfv1alpha1.CFBuild
+	// newestKpackBuild is the kpack Build that newest says it follows; nil if there is none.
+	newestKpackBuild *kpackv1alpha2.Build
+	policy           cfv1alpha1.BuildpackUpgradePolicy
+}
+
+// dropletDecision is what the app reconciler decides: the app's DropletCurrent condition, the
+// droplet held for a restage, and the droplet to move the app to, if any.
+type dropletDecision struct {
+	condition metav1.Condition
+	held      *corev1.LocalObjectReference
+	moveTo    *cfv1alpha1.CFBuild
+}
+
+func (r *AppReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dropletInputs, error) {
+	in := dropletInputs{app: app}
 	if app.Spec.CurrentDropletRef.Name == "" {
-		return dropletCondition(metav1.ConditionUnknown, cfv1alpha1.NoDropletReason, "the app has no droplet yet"), nil
+		return in, nil
 	}
-	current := &cfv1alpha1.CFBuild{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Spec.CurrentDropletRef.Name}, current); err != nil {
-		if apierrors.IsNotFound(err) {
-			return dropletCondition(metav1.ConditionFalse, cfv1alpha1.DropletMissingReason, "the app's droplet, CFBuild %s, does not exist", app.Spec.CurrentDropletRef.Name), nil
-		}
-		return metav1.Condition{}, err
+	var err error
+	if in.current, err = get(ctx, r.client, app.Namespace, app.Spec.CurrentDropletRef.Name, &cfv1alpha1.CFBuild{}); in.current == nil || err != nil {
+		return in, err
 	}
-	newest, err := r.newestRebuild(ctx, current)
-	if err != nil || newest == nil {
-		return dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet"), err
+	if in.newest, err = r.newestRebuild(ctx, in.current); in.newest == nil || err != nil {
+		return in, err
 	}
-	reason := newest.Annotations[cfv1alpha1.RebuildReasonAnnotation]
-	succeeded := meta.FindStatusCondition(newest.Status.Conditions, cfv1alpha1.SucceededCondition)
+	if in.newestKpackBuild, err = get(ctx, r.client, app.Namespace, in.newest.Labels[cfv1alpha1.KpackBuildLabel], &kpackv1alpha2.Build{}); err != nil {
+		return in, err
+	}
+	in.policy, err = r.upgradePolicy(ctx, app.Namespace)
+	return in, err
+}
+
+// decideDroplet decides whether the app moves to the newest rebuild of its droplet.
+func decideDroplet(in dropletInputs) dropletDecision {
+	switch {
+	case in.app.Spec.CurrentDropletRef.Name == "":
+		return dropletDecision{condition: dropletCondition(metav1.ConditionUnknown, cfv1alpha1.NoDropletReason, "the app has no droplet yet")}
+	case in.current == nil:
+		return dropletDecision{condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.DropletMissingReason,
+			"the app's droplet, CFBuild %s, does not exist", in.app.Spec.CurrentDropletRef.Name)}
+	case in.newest == nil || !genuineRebuild(in.newest, in.newestKpackBuild):
+		return dropletDecision{condition: dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet")}
+	}
+	reason := in.newest.Annotations[cfv1alpha1.RebuildReasonAnnotation]
+	succeeded := meta.FindStatusCondition(in.newest.Status.Conditions, cfv1alpha1.SucceededCondition)
 	switch {
 	case succeeded == nil || succeeded.Status == metav1.ConditionUnknown:
-		return dropletCondition(metav1.ConditionTrue, cfv1alpha1.RebuildingReason,
-			"kpack rebuilds the droplet because of %s (CFBuild %s)", reason, newest.Name), nil
+		return dropletDecision{condition: dropletCondition(metav1.ConditionTrue, cfv1alpha1.RebuildingReason,
+			"kpack rebuilds the droplet because of %s (CFBuild %s)", reason, in.newest.Name)}
 	case succeeded.Status == metav1.ConditionFalse:
-		return dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
-			"the rebuild because of %s failed, the app keeps droplet %s: %s", reason, current.Name, succeeded.Message), nil
+		return dropletDecision{condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
+			"the rebuild because of %s failed, the app keeps droplet %s: %s", reason, in.current.Name, succeeded.Message)}
+	case reason != stackOnly && in.policy != cfv1alpha1.AutomaticUpgrades:
+		return dropletDecision{
+			held: &corev1.LocalObjectReference{Name: in.newest.Name},
+			condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.UpgradeHeldReason,
+				"droplet %s was rebuilt because of %s and is held by the org's %s policy; restage (set spec.currentDropletRef to %s) to run it",
+				in.newest.Name, reason, in.policy, in.newest.Name),
+		}
 	}
-	policy, err := r.upgradePolicy(ctx, app.Namespace)
-	if err != nil {
-		return metav1.Condition{}, err
+	return dropletDecision{
+		moveTo:    in.newest,
+		condition: dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet"),
 	}
-	if reason != stackOnly && policy != cfv1alpha1.AutomaticUpgrades {
-		app.Status.HeldDropletRef = &corev1.LocalObjectReference{Name: newest.Name}
-		return dropletCondition(metav1.ConditionFalse, cfv1alpha1.UpgradeHeldReason,
-			"droplet %s was rebuilt because of %s and is held by the org's %s policy; restage (set spec.currentDropletRef to %s) to run it",
-			newest.Name, reason, policy, newest.Name), nil
-	}
-	return dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet"), r.move(ctx, app, current, newest, reason)
+}
+
+// genuineRebuild says whether a rebuild CFBuild is what cf-hnc made of a build kpack started:
+// named after that kpack Build, which stages its lineage with the number and reasons it
+// carries. Admission refuses these labels from anyone but cf-hnc; this holds even without it.
+func genuineRebuild(rebuild *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build) bool {
+	return kb != nil &&
+		rebuild.Name == kb.Name &&
+		rebuild.Labels[cfv1alpha1.KpackBuildLabel] == kb.Name &&
+		rebuild.Labels[cfv1alpha1.RebuildOfLabel] == stagedBuild(kb) &&
+		rebuild.Labels[cfv1alpha1.KpackBuildNumberLabel] == kb.Labels[kpackv1alpha2.BuildNumberLabel] &&
+		rebuild.Annotations[cfv1alpha1.RebuildReasonAnnotation] == kb.Annotations[kpackv1alpha2.BuildReasonAnnotation]
 }
 
 // move points the app at the rebuilt droplet and says why.
-func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, to *cfv1alpha1.CFBuild, reason string) error {
+func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, to *cfv1alpha1.CFBuild) error {
 	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	app.Spec.CurrentDropletRef.Name = to.Name
-	status := app.Status.DeepCopy()
+	reported := app.Status.DeepCopy()
 	if err := r.client.Patch(ctx, app, patch); err != nil {
 		return err
 	}
-	app.Status = *status
+	app.Status = *reported
 	r.recorder.Eventf(app, to, corev1.EventTypeNormal, cfv1alpha1.DropletUpgradedReason, "Upgrade",
-		"moved from droplet %s to %s, which kpack rebuilt because of %s", from.Name, to.Name, reason)
+		"moved from droplet %s to %s, which kpack rebuilt because of %s", from.Name, to.Name, to.Annotations[cfv1alpha1.RebuildReasonAnnotation])
 	return nil
 }
 

@@ -3,26 +3,24 @@ package builders
 import (
 	"cmp"
 	"context"
-	"fmt"
+	"errors"
 	"slices"
 	"strconv"
 
+	kauth "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/apply"
-	"code.cloudfoundry.org/cf-hnc/internal/dockerconfig"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
-	"code.cloudfoundry.org/cf-hnc/propagation"
 )
 
 // fieldOwner is the server-side apply field manager of the Images and Builders this package
@@ -34,14 +32,16 @@ const appRefIndex = "spec.appRef.name"
 
 // BuildReconciler stages CFBuilds with kpack.
 type BuildReconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	droplets DropletReader
+	client      client.Client
+	reporter    *status.Reporter
+	droplets    DropletReader
+	concurrency int
 }
 
-// NewBuildReconciler returns a BuildReconciler that reads droplets' process types with droplets.
-func NewBuildReconciler(c client.Client, recorder events.EventRecorder, droplets DropletReader) *BuildReconciler {
-	return &BuildReconciler{client: c, recorder: recorder, droplets: droplets}
+// NewBuildReconciler returns a BuildReconciler that reads droplets' process types with droplets
+// and stages up to concurrency builds at once.
+func NewBuildReconciler(c client.Client, recorder events.EventRecorder, droplets DropletReader, concurrency int) *BuildReconciler {
+	return &BuildReconciler{client: c, reporter: status.NewReporter(c, recorder), droplets: droplets, concurrency: concurrency}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfbuilds,verbs=get;list;watch;create
@@ -53,7 +53,7 @@ func NewBuildReconciler(c client.Client, recorder events.EventRecorder, droplets
 // +kubebuilder:rbac:groups=kpack.io,resources=builders,verbs=get;list;watch;create;patch;delete
 
 // Reconcile stages a CFBuild until it succeeds or fails; a finished build is left alone.
-func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	build := &cfv1alpha1.CFBuild{}
 	if err := r.client.Get(ctx, req.NamespacedName, build); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -61,66 +61,95 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if finished(build) {
 		return ctrl.Result{}, nil
 	}
-	original := build.DeepCopy()
-	if err := r.stage(ctx, build); err != nil {
+	report := r.reporter.Track(build)
+	defer func() { err = errors.Join(err, report(ctx)) }()
+
+	in, err := r.observe(ctx, build)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	build.Status.ObservedGeneration = build.Generation
-	return ctrl.Result{}, status.Report(ctx, r.client, r.recorder, build, original, original.Status.Conditions, build.Status.Conditions)
+	plan := planStaging(in)
+	for _, c := range plan.conditions {
+		status.Set(build, c)
+	}
+	if plan.kpackBuild != "" {
+		build.Status.KpackBuild, build.Status.Builder, build.Status.Droplet = plan.kpackBuild, plan.builder, plan.droplet
+	}
+	return ctrl.Result{}, r.act(ctx, in, plan)
 }
 
-// stage moves a build one step on: wait for what it needs, point the app's Image at its
-// package and Builder, then follow the kpack Build.
-func (r *BuildReconciler) stage(ctx context.Context, build *cfv1alpha1.CFBuild) error {
-	space, err := r.spaceOf(ctx, build.Namespace)
+// observe reads what staging a build depends on: while it follows a kpack Build, that Build
+// (and the droplet, once it succeeded); before, the app, the package, the app's other builds,
+// the space's build configuration and Builders.
+func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild) (stagingInputs, error) {
+	in := stagingInputs{build: build}
+	var err error
+	if in.space, err = r.spaceOf(ctx, build.Namespace); err != nil {
+		return in, err
+	}
+	if in.following = kpackBuildOf(build); in.following != "" {
+		in.kpackBuild, err = r.kpackBuild(ctx, build.Namespace, in.following)
+	} else {
+		in.kpackBuild, err = r.kpackBuildStaging(ctx, build)
+	}
+	if err != nil {
+		return in, err
+	}
+	if in.kpackBuild != nil {
+		if in.kpackBuild.IsSuccess() {
+			in.processes, err = r.processes(ctx, build.Namespace, in.kpackBuild.Status.LatestImage, in.space.Status.Build)
+		}
+		return in, err
+	}
+	if in.app, err = get(ctx, r.client, build.Namespace, build.Spec.AppRef.Name, &cfv1alpha1.CFApp{}); in.app == nil || err != nil {
+		return in, err
+	}
+	if in.active, err = r.activeBuild(ctx, in.app); err != nil {
+		return in, err
+	}
+	if in.pkg, err = get(ctx, r.client, build.Namespace, build.Spec.PackageRef.Name, &cfv1alpha1.CFPackage{}); err != nil {
+		return in, err
+	}
+	config := in.space.Status.Build
+	if config == nil || config.Builder == nil {
+		return in, nil
+	}
+	if in.defaultBuilder, err = get(ctx, r.client, config.Builder.From, config.Builder.Name, &kpackv1alpha2.Builder{}); in.defaultBuilder == nil || err != nil {
+		return in, err
+	}
+	if lifecycle := effectiveLifecycle(build, in.app); !usesDefaultBuilder(lifecycle, in.defaultBuilder) {
+		in.dedicated, err = get(ctx, r.client, build.Namespace, dedicatedBuilderName(lifecycle, in.defaultBuilder), &kpackv1alpha2.Builder{})
+	}
+	return in, err
+}
+
+// act applies what the plan says: the dedicated Builder, owned by the app, then the app's
+// Image; and it lets go of the app's dedicated Builders that its Image no longer uses.
+func (r *BuildReconciler) act(ctx context.Context, in stagingInputs, plan stagingPlan) error {
+	if plan.dedicated != nil {
+		wrote, err := apply.Object(ctx, r.client, in.dedicated, plan.dedicated, fieldOwner)
+		if err != nil {
+			return err
+		}
+		dedicated := in.dedicated
+		if wrote {
+			dedicated = plan.dedicated // as the apiserver returned it
+		}
+		if err := r.own(ctx, dedicated, in.app); err != nil {
+			return err
+		}
+	}
+	if plan.image == nil {
+		return nil
+	}
+	current, err := get(ctx, r.client, plan.image.Namespace, plan.image.Name, &kpackv1alpha2.Image{})
 	if err != nil {
 		return err
 	}
-	if name := kpackBuildOf(build); name != "" {
-		return r.follow(ctx, build, name, space)
-	}
-	app := &cfv1alpha1.CFApp{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: build.Namespace, Name: build.Spec.AppRef.Name}, app); err != nil {
-		if apierrors.IsNotFound(err) {
-			waiting(build, cfv1alpha1.WaitingReason, "app %s does not exist", build.Spec.AppRef.Name)
-			return nil
-		}
+	if _, err := apply.Object(ctx, r.client, current, plan.image, fieldOwner); err != nil {
 		return err
 	}
-	if active, err := r.activeBuild(ctx, app); err != nil || active != build.Name {
-		waiting(build, cfv1alpha1.QueuedReason, "builds of app %s stage one at a time; waiting for build %s", app.Name, active)
-		return err
-	}
-	pkg := &cfv1alpha1.CFPackage{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: build.Namespace, Name: build.Spec.PackageRef.Name}, pkg); err != nil || pkg.Spec.Source.Registry.Image == "" {
-		waiting(build, cfv1alpha1.WaitingReason, "package %s is not uploaded", build.Spec.PackageRef.Name)
-		return client.IgnoreNotFound(err)
-	}
-	if ready := meta.FindStatusCondition(space.Status.Conditions, cfv1alpha1.BuildReadyCondition); ready == nil || ready.Status != metav1.ConditionTrue {
-		waiting(build, cfv1alpha1.WaitingReason, "space %s cannot build: %s", space.Name, conditionMessage(ready))
-		return nil
-	}
-	builder, err := r.ensureBuilder(ctx, app, effectiveLifecycle(build, app), space.Status.Build)
-	if err != nil || !propagation.BuilderReady(builder) {
-		waiting(build, cfv1alpha1.BuilderNotReadyReason, "Builder %s is not ready yet", builder.GetName())
-		return err
-	}
-	if err := r.ensureImage(ctx, desiredImage(app, build, pkg, builder.Name, space.Status.Build)); err != nil {
-		return err
-	}
-	if err := r.releaseBuilders(ctx, app, builder.Name); err != nil {
-		return err
-	}
-	kb, err := r.kpackBuildStaging(ctx, build)
-	if err != nil || kb == nil {
-		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildScheduledReason,
-				Message: fmt.Sprintf("waiting for kpack to start a build of Image %s with Builder %s", app.Name, builder.Name)},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildScheduledReason,
-				Message: "staging"})
-		return err
-	}
-	return r.follow(ctx, build, kb.Name, space)
+	return r.releaseBuilders(ctx, in.app, plan.image.Spec.Builder)
 }
 
 // kpackBuildOf returns the kpack Build a CFBuild already follows: the one it found for itself,
@@ -132,58 +161,31 @@ func kpackBuildOf(build *cfv1alpha1.CFBuild) string {
 	return build.Status.KpackBuild
 }
 
-// follow mirrors a kpack Build into the CFBuild, with the droplet once it succeeded.
-func (r *BuildReconciler) follow(ctx context.Context, build *cfv1alpha1.CFBuild, name string, space *cfv1alpha1.CFSpace) error {
-	kb := &kpackv1alpha2.Build{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: build.Namespace, Name: name}, kb); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return err
-		}
-		message := fmt.Sprintf("kpack build %s does not exist any more", name)
-		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message})
-		return nil
-	}
-	if !followKpackBuild(build, kb) {
-		return nil
-	}
-	config := space.Status.Build
-	if config == nil {
-		config = &cfv1alpha1.SpaceBuildConfig{}
-	}
-	keychain, err := r.keychain(ctx, build.Namespace, config)
-	if err != nil {
-		return err
-	}
-	processes, err := r.droplets.ProcessTypes(ctx, kb.Status.LatestImage, keychain)
-	if err != nil {
-		return err
-	}
-	build.Status.Droplet = droplet(kb, config, processes)
-	return nil
+func (r *BuildReconciler) kpackBuild(ctx context.Context, namespace, name string) (*kpackv1alpha2.Build, error) {
+	return get(ctx, r.client, namespace, name, &kpackv1alpha2.Build{})
 }
 
-// keychain holds the space's winning registry credentials.
-func (r *BuildReconciler) keychain(ctx context.Context, namespace string, config *cfv1alpha1.SpaceBuildConfig) (dockerconfig.Credentials, error) {
-	creds := dockerconfig.Credentials{}
-	for _, ref := range config.SecretNames() {
-		secret := &corev1.Secret{}
-		if err := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
-			return nil, err
-		}
-		parsed, err := dockerconfig.Parse(secret)
-		if err != nil {
-			return nil, fmt.Errorf("Secret %s: %w", ref.Name, err)
-		}
-		for host, auth := range parsed {
-			creds[host] = auth
+// processes reads a droplet's process types with the space's winning credentials.
+func (r *BuildReconciler) processes(ctx context.Context, namespace, image string, config *cfv1alpha1.SpaceBuildConfig) ([]cfv1alpha1.ProcessType, error) {
+	var secrets []corev1.Secret
+	if config != nil {
+		for _, ref := range config.SecretNames() {
+			secret := &corev1.Secret{}
+			if err := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+				return nil, err
+			}
+			secrets = append(secrets, *secret)
 		}
 	}
-	return creds, nil
+	keychain, err := kauth.NewFromPullSecrets(ctx, secrets)
+	if err != nil {
+		return nil, err
+	}
+	return r.droplets.ProcessTypes(ctx, image, keychain)
 }
 
 // spaceOf returns the CFSpace of a space namespace; its status holds the build configuration.
+// Outside a space, it returns an empty CFSpace, which cannot build.
 func (r *BuildReconciler) spaceOf(ctx context.Context, namespace string) (*cfv1alpha1.CFSpace, error) {
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
@@ -191,9 +193,8 @@ func (r *BuildReconciler) spaceOf(ctx context.Context, namespace string) (*cfv1a
 	}
 	space := &cfv1alpha1.CFSpace{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: ns.Labels[cfv1alpha1.OrgGUIDLabel], Name: namespace}, space)
-	if apierrors.IsNotFound(err) {
-		space.Name = namespace
-		return space, nil
+	if apierrors.IsNotFound(err) || ns.Labels[cfv1alpha1.OrgGUIDLabel] == "" {
+		return &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, nil
 	}
 	return space, err
 }
@@ -217,19 +218,6 @@ func (r *BuildReconciler) activeBuild(ctx context.Context, app *cfv1alpha1.CFApp
 	return slices.MinFunc(pending, func(a, b cfv1alpha1.CFBuild) int {
 		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 	}).Name, nil
-}
-
-// ensureImage applies the app's Image when it differs from what the build needs.
-func (r *BuildReconciler) ensureImage(ctx context.Context, desired *kpackv1alpha2.Image) error {
-	current := &kpackv1alpha2.Image{}
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), current)
-	if err == nil && equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
-		return nil
-	}
-	if client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	return apply.Object(ctx, r.client, desired, fieldOwner)
 }
 
 // kpackBuildStaging returns the kpack Build that stages a CFBuild: the first one kpack made
@@ -256,32 +244,36 @@ func buildNumber(kb *kpackv1alpha2.Build) int {
 	return n
 }
 
-func conditionMessage(c *metav1.Condition) string {
-	if c == nil {
-		return "its build readiness is not known yet"
+// get reads an object, or returns nil if it does not exist.
+func get[T client.Object](ctx context.Context, c client.Reader, namespace, name string, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return none, client.IgnoreNotFound(err)
 	}
-	return c.Message
+	return obj, nil
 }
 
 // SetupWithManager registers the reconciler: it runs for CFBuilds, and for whatever a waiting
 // build waits for in its namespace (its space, its package, a Builder, another build of its
-// app), and for kpack Builds.
+// app), for the ClusterBuilders spaces build with, and for kpack Builds.
 func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cfv1alpha1.CFBuild{}, appRefIndex,
 		func(o client.Object) []string { return []string{o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name} }); err != nil {
 		return err
 	}
 	unfinishedInNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-		return r.unfinishedBuilds(ctx, o.GetNamespace())
+		return r.unfinishedBuilds(ctx, client.InNamespace(o.GetNamespace()))
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("cfbuild").
 		For(&cfv1alpha1.CFBuild{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		Watches(&cfv1alpha1.CFBuild{}, unfinishedInNamespace).
 		Watches(&cfv1alpha1.CFPackage{}, unfinishedInNamespace).
+		Watches(&cfv1alpha1.CFApp{}, unfinishedInNamespace).
 		Watches(&kpackv1alpha2.Builder{}, unfinishedInNamespace).
 		Watches(&cfv1alpha1.CFSpace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return r.unfinishedBuilds(ctx, o.GetName())
+			return r.unfinishedBuilds(ctx, client.InNamespace(o.GetName()))
 		})).
 		Watches(&kpackv1alpha2.Build{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			kb := o.(*kpackv1alpha2.Build)
@@ -295,10 +287,10 @@ func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// unfinishedBuilds maps an event in a namespace to the CFBuilds there that have not finished.
-func (r *BuildReconciler) unfinishedBuilds(ctx context.Context, namespace string) []ctrl.Request {
+// unfinishedBuilds maps an event to the CFBuilds that have not finished, among those listed.
+func (r *BuildReconciler) unfinishedBuilds(ctx context.Context, opts ...client.ListOption) []ctrl.Request {
 	builds := &cfv1alpha1.CFBuildList{}
-	if err := r.client.List(ctx, builds, client.InNamespace(namespace)); err != nil {
+	if err := r.client.List(ctx, builds, opts...); err != nil {
 		return nil
 	}
 	var requests []ctrl.Request

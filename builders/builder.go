@@ -5,42 +5,15 @@ import (
 	"slices"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/apply"
 )
 
-// ensureBuilder returns the Builder that stages a lifecycle in the space: the default Builder,
-// or the lifecycle's dedicated Builder, made or updated here and owned by every app that uses
-// it, so that Kubernetes deletes it with the last of them.
-func (r *BuildReconciler) ensureBuilder(ctx context.Context, app *cfv1alpha1.CFApp, lifecycle cfv1alpha1.LifecycleData, space *cfv1alpha1.SpaceBuildConfig) (*kpackv1alpha2.Builder, error) {
-	defaultBuilder := &kpackv1alpha2.Builder{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: space.Builder.Name}, defaultBuilder); err != nil {
-		return defaultBuilder, err
-	}
-	if usesDefaultBuilder(lifecycle, defaultBuilder) {
-		return defaultBuilder, nil
-	}
-	desired := desiredDedicatedBuilder(app.Namespace, lifecycle, defaultBuilder, space)
-	current := &kpackv1alpha2.Builder{}
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), current)
-	if client.IgnoreNotFound(err) != nil {
-		return desired, err
-	}
-	if apierrors.IsNotFound(err) || !equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
-		if err := apply.Object(ctx, r.client, desired, fieldOwner); err != nil {
-			return desired, err
-		}
-		current = desired
-	}
-	return current, r.own(ctx, current, app)
-}
-
-// own adds the app to the Builder's owners.
+// own adds the app to the owners of a dedicated Builder, so that Kubernetes deletes the Builder
+// with the last app that uses it.
 func (r *BuildReconciler) own(ctx context.Context, builder *kpackv1alpha2.Builder, app *cfv1alpha1.CFApp) error {
 	if slices.ContainsFunc(builder.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == app.UID }) {
 		return nil
@@ -52,18 +25,18 @@ func (r *BuildReconciler) own(ctx context.Context, builder *kpackv1alpha2.Builde
 	return r.client.Patch(ctx, builder, patch)
 }
 
-// releaseBuilders removes the app from the owners of the dedicated Builders other than keep,
-// and deletes a Builder that no app owns any more.
-func (r *BuildReconciler) releaseBuilders(ctx context.Context, app *cfv1alpha1.CFApp, keep string) error {
+// releaseBuilders removes the app from the owners of its dedicated Builders other than the one
+// its Image uses, and deletes a Builder that no app owns any more.
+func (r *BuildReconciler) releaseBuilders(ctx context.Context, app *cfv1alpha1.CFApp, used corev1.ObjectReference) error {
 	builders := &kpackv1alpha2.BuilderList{}
 	if err := r.client.List(ctx, builders, client.InNamespace(app.Namespace),
 		client.MatchingLabels{cfv1alpha1.DedicatedBuilderLabel: "true"}); err != nil {
 		return err
 	}
+	owned := func(ref metav1.OwnerReference) bool { return ref.UID == app.UID }
 	for i := range builders.Items {
 		builder := &builders.Items[i]
-		owned := func(ref metav1.OwnerReference) bool { return ref.UID == app.UID }
-		if builder.Name == keep || !slices.ContainsFunc(builder.OwnerReferences, owned) {
+		if (used.Kind == kpackv1alpha2.BuilderKind && builder.Name == used.Name) || !slices.ContainsFunc(builder.OwnerReferences, owned) {
 			continue
 		}
 		if len(builder.OwnerReferences) == 1 {

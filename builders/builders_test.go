@@ -99,12 +99,12 @@ var _ = Describe("the app's Image", func() {
 		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Name: "build-guid"}}
 		pkg := &cfv1alpha1.CFPackage{Spec: cfv1alpha1.CFPackageSpec{Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{
 			Image: "registry.local/org-a/packages/p", ImagePullSecrets: []corev1.LocalObjectReference{{Name: "cf-registry-org"}}}}}}
-		image := desiredImage(app, build, pkg, "default", space)
+		image := desiredImage(app, build, pkg, corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: "cf.default"}, space)
 		Expect(image.Name).To(Equal("app-guid"))
 		Expect(image.OwnerReferences).To(ConsistOf(HaveField("UID", app.UID)))
 		Expect(image.Spec.Tag).To(Equal("registry.local/org-a/app-guid"))
 		Expect(image.Spec.ServiceAccountName).To(Equal("cf-build-org"))
-		Expect(image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: "default"}))
+		Expect(image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: "cf.default"}))
 		Expect(image.Spec.Source.Registry.Image).To(Equal("registry.local/org-a/packages/p"))
 		Expect(image.Spec.Source.Registry.ImagePullSecrets).To(Equal(pkg.Spec.Source.Registry.ImagePullSecrets))
 		Expect(image.Spec.ImageTaggingStrategy).To(Equal(corev1alpha1.None))
@@ -123,8 +123,17 @@ var _ = Describe("following a kpack Build", func() {
 		kb.Status.Conditions = corev1alpha1.Conditions{{Type: corev1alpha1.ConditionSucceeded, Status: status, Reason: reason, Message: message}}
 		return kb
 	}
-	condition := func(b *cfv1alpha1.CFBuild, t string) metav1.Condition {
-		for _, c := range b.Status.Conditions {
+	following := func(kb *kpackv1alpha2.Build, processes ...cfv1alpha1.ProcessType) stagingInputs {
+		return stagingInputs{
+			build:      &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Generation: 1}},
+			space:      &cfv1alpha1.CFSpace{Status: cfv1alpha1.CFSpaceStatus{Build: space}},
+			following:  "app-build-1",
+			kpackBuild: kb,
+			processes:  processes,
+		}
+	}
+	condition := func(p stagingPlan, t string) metav1.Condition {
+		for _, c := range p.conditions {
 			if c.Type == t {
 				return c
 			}
@@ -133,13 +142,12 @@ var _ = Describe("following a kpack Build", func() {
 	}
 
 	It("is staging while kpack builds", func() {
-		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
-		Expect(followKpackBuild(build, kpackBuild(corev1.ConditionUnknown, "", ""))).To(BeFalse())
-		Expect(condition(build, cfv1alpha1.StagingCondition)).To(HaveField("Status", metav1.ConditionTrue))
-		Expect(condition(build, cfv1alpha1.SucceededCondition)).To(HaveField("Status", metav1.ConditionUnknown))
-		Expect(build.Status.KpackBuild).To(Equal("app-build-1"))
-		Expect(build.Status.Builder).To(Equal("default"))
-		Expect(finished(build)).To(BeFalse())
+		p := planStaging(following(kpackBuild(corev1.ConditionUnknown, "", "")))
+		Expect(condition(p, cfv1alpha1.StagingCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(condition(p, cfv1alpha1.SucceededCondition)).To(HaveField("Status", metav1.ConditionUnknown))
+		Expect(p.kpackBuild).To(Equal("app-build-1"))
+		Expect(p.builder).To(Equal("default"))
+		Expect(p.droplet).To(BeNil())
 	})
 
 	It("carries kpack's reason and message and the failing step's", func() {
@@ -148,13 +156,18 @@ var _ = Describe("following a kpack Build", func() {
 			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
 			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 51, Message: "no buildpack group passed detection"}},
 		}
-		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
-		Expect(followKpackBuild(build, kb)).To(BeFalse())
-		Expect(condition(build, cfv1alpha1.SucceededCondition)).To(And(
+		p := planStaging(following(kb))
+		Expect(condition(p, cfv1alpha1.SucceededCondition)).To(And(
 			HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", "PodFailed"),
 			HaveField("Message", "kpack build app-build-1 failed: pod failed; a step exited with code 51: no buildpack group passed detection")))
-		Expect(finished(build)).To(BeTrue())
+	})
+
+	It("fails a build whose kpack Build is gone", func() {
+		in := following(nil)
+		p := planStaging(in)
+		Expect(condition(p, cfv1alpha1.SucceededCondition)).To(And(
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.KpackBuildMissingReason)))
 	})
 
 	It("makes a droplet of a succeeded build", func() {
@@ -162,29 +175,14 @@ var _ = Describe("following a kpack Build", func() {
 		kb.Status.LatestImage = "registry.local/org-a/app@sha256:1"
 		kb.Status.Stack = corev1alpha1.BuildStack{ID: "io.buildpacks.stacks.jammy", RunImage: "registry.local/run@sha256:2"}
 		kb.Status.BuildMetadata = corev1alpha1.BuildpackMetadataList{{Id: "paketo-buildpacks/go", Version: "1.0.0"}}
-		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
-		Expect(followKpackBuild(build, kb)).To(BeTrue())
-		d := droplet(kb, space, []cfv1alpha1.ProcessType{{Type: "web", Command: "./app"}})
-		Expect(d).To(Equal(&cfv1alpha1.BuildDropletStatus{
+		p := planStaging(following(kb, cfv1alpha1.ProcessType{Type: "web", Command: "./app"}))
+		Expect(condition(p, cfv1alpha1.SucceededCondition)).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(p.droplet).To(Equal(&cfv1alpha1.BuildDropletStatus{
 			Registry:     cfv1alpha1.Registry{Image: "registry.local/org-a/app@sha256:1", ImagePullSecrets: []corev1.LocalObjectReference{{Name: "cf-registry-org"}}},
 			Stack:        "io.buildpacks.stacks.jammy",
 			RunImage:     "registry.local/run@sha256:2",
 			Buildpacks:   []cfv1alpha1.BuildpackVersion{{ID: "paketo-buildpacks/go", Version: "1.0.0"}},
 			ProcessTypes: []cfv1alpha1.ProcessType{{Type: "web", Command: "./app"}},
 		}))
-	})
-})
-
-var _ = Describe("process types of a droplet", func() {
-	It("reads commands as lists (platform API 0.10 and later) and as strings with args", func() {
-		Expect(processTypes(`{"processes":[{"type":"web","command":["./app","--port","8080"]},{"type":"worker","command":"bundle","args":["exec","sidekiq"]}]}`)).
-			To(Equal([]cfv1alpha1.ProcessType{{Type: "web", Command: "./app --port 8080"}, {Type: "worker", Command: "bundle exec sidekiq"}}))
-	})
-
-	It("says what is wrong with the label", func() {
-		_, err := processTypes("")
-		Expect(err).To(MatchError(ContainSubstring("no io.buildpacks.build.metadata label")))
-		_, err = processTypes(`{"processes":[{"type":"web","command":7}]}`)
-		Expect(err).To(MatchError(ContainSubstring(`process "web": command is neither a string nor a list`)))
 	})
 })

@@ -2,15 +2,14 @@ package builders
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cnb"
 )
 
 // DropletReader reads what a droplet image declares about its processes. It is the one
@@ -18,9 +17,6 @@ import (
 type DropletReader interface {
 	ProcessTypes(ctx context.Context, image string, keychain authn.Keychain) ([]cfv1alpha1.ProcessType, error)
 }
-
-// buildMetadataLabel is where the buildpack lifecycle records a built image's processes.
-const buildMetadataLabel = "io.buildpacks.build.metadata"
 
 // RegistryDropletReader reads droplets from their registry.
 type RegistryDropletReader struct{}
@@ -41,36 +37,13 @@ func (RegistryDropletReader) ProcessTypes(ctx context.Context, image string, key
 	if err != nil {
 		return nil, fmt.Errorf("reading droplet %s: %w", image, err)
 	}
-	return processTypes(config.Config.Labels[buildMetadataLabel])
-}
-
-// processTypes parses the processes of build metadata. Platform API 0.10 made a process's
-// command a list; earlier ones have a string and separate args.
-func processTypes(label string) ([]cfv1alpha1.ProcessType, error) {
-	var metadata struct {
-		Processes []struct {
-			Type    string          `json:"type"`
-			Command json.RawMessage `json:"command"`
-			Args    []string        `json:"args"`
-		} `json:"processes"`
+	processes, err := cnb.Processes(config.Config.Labels[cnb.BuildMetadataLabel])
+	if err != nil {
+		return nil, fmt.Errorf("reading droplet %s: %w", image, err)
 	}
-	if label == "" {
-		return nil, fmt.Errorf("the droplet has no %s label", buildMetadataLabel)
+	types := make([]cfv1alpha1.ProcessType, len(processes))
+	for i, p := range processes {
+		types[i] = cfv1alpha1.ProcessType{Type: p.Type, Command: p.Command}
 	}
-	if err := json.Unmarshal([]byte(label), &metadata); err != nil {
-		return nil, fmt.Errorf("%s: %w", buildMetadataLabel, err)
-	}
-	processes := make([]cfv1alpha1.ProcessType, 0, len(metadata.Processes))
-	for _, p := range metadata.Processes {
-		var command []string
-		if err := json.Unmarshal(p.Command, &command); err != nil {
-			var single string
-			if err := json.Unmarshal(p.Command, &single); err != nil {
-				return nil, fmt.Errorf("%s: process %q: command is neither a string nor a list", buildMetadataLabel, p.Type)
-			}
-			command = []string{single}
-		}
-		processes = append(processes, cfv1alpha1.ProcessType{Type: p.Type, Command: strings.Join(append(command, p.Args...), " ")})
-	}
-	return processes, nil
+	return types, nil
 }

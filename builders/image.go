@@ -14,10 +14,10 @@ import (
 // as every kpack default is, because kpack's defaulting webhook may not run.
 const buildHistory = 10
 
-// desiredImage is the one kpack Image of an app, staging a build's package with a Builder:
-// tagged below the space's droplet repository, run as the build ServiceAccount, owned by the
-// app so that deleting the app deletes it and its builds.
-func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alpha1.CFPackage, builder string, space *cfv1alpha1.SpaceBuildConfig) *kpackv1alpha2.Image {
+// desiredImage is the one kpack Image of an app, staging a build's package with a Builder or
+// ClusterBuilder: tagged below the space's droplet repository, run as the build
+// ServiceAccount, owned by the app so that deleting the app deletes it and its builds.
+func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alpha1.CFPackage, builder corev1.ObjectReference, space *cfv1alpha1.SpaceBuildConfig) *kpackv1alpha2.Image {
 	return &kpackv1alpha2.Image{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: app.Namespace,
@@ -28,8 +28,8 @@ func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alp
 			}},
 		},
 		Spec: kpackv1alpha2.ImageSpec{
-			Tag:                space.DropletRepositoryPrefix + "/" + app.Name,
-			Builder:            corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: builder},
+			Tag:                cfv1alpha1.DropletRepository(space.DropletRepositoryPrefix, app.Name),
+			Builder:            builder,
 			ServiceAccountName: space.ServiceAccount.Name,
 			Source: corev1alpha1.SourceConfig{Registry: &corev1alpha1.Registry{
 				Image:            pkg.Spec.Source.Registry.Image,
@@ -43,6 +43,15 @@ func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alp
 			ImageTaggingStrategy:     corev1alpha1.None,
 		},
 	}
+}
+
+// defaultBuilderRef is what an Image builds with for the space's default Builder: the
+// ClusterBuilder made from a Builder placed above the space, or the space's own Builder.
+func defaultBuilderRef(config *cfv1alpha1.SpaceBuildConfig) corev1.ObjectReference {
+	if config.Builder.ClusterBuilder != "" {
+		return corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: config.Builder.ClusterBuilder}
+	}
+	return corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: config.Builder.Name}
 }
 
 // stagedBuild returns the CFBuild that a kpack Build stages, from its environment.

@@ -2,9 +2,11 @@
 // lifecycle (the build's, else the app's, else the space's default Builder), makes a dedicated
 // namespaced kpack Builder for a lifecycle that names its own buildpacks or stack, keeps one
 // kpack Image per app pointed at the right Builder, source and registry, and mirrors the kpack
-// Build into the CFBuild's status. The rebuild reconciler turns the builds kpack starts on its
-// own (a new stack run image, new buildpacks, a new lifecycle) into new CFBuilds, and the app
-// reconciler moves apps to rebuilt droplets as the org's upgrade policy says.
+// Build into the CFBuild's status. The default Builder reconciler makes one kpack
+// ClusterBuilder of each default Builder placed in the root or an org. The rebuild reconciler
+// turns the builds kpack starts on its own (a new stack run image, new buildpacks, a new
+// lifecycle) into new CFBuilds, and the app reconciler moves apps to rebuilt droplets as the
+// org's upgrade policy says.
 package builders
 
 import (

@@ -58,7 +58,7 @@ func (r *RebuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.recorder.Eventf(rebuild, kb, corev1.EventTypeNormal, "RebuildStarted", "Rebuild",
+	r.recorder.Eventf(rebuild, kb, corev1.EventTypeNormal, cfv1alpha1.RebuildStartedReason, "Rebuild",
 		"kpack rebuilds app %s because of %s (kpack build %s)", origin.Spec.AppRef.Name, rebuild.Annotations[cfv1alpha1.RebuildReasonAnnotation], kb.Name)
 	return ctrl.Result{}, nil
 }
@@ -99,6 +99,7 @@ func desiredRebuild(kb *kpackv1alpha2.Build, origin *cfv1alpha1.CFBuild, app *cf
 }
 
 // +kubebuilder:rbac:groups=kpack.io,resources=builds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfbuilds/rebuild,verbs=create
 
 // SetupWithManager registers the reconciler for kpack Builds.
 func (r *RebuildReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
 var _ = Describe("the rebuild reconciler, against the apiserver", Ordered, func() {

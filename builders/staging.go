@@ -10,45 +10,135 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
 )
 
-// waiting sets the conditions of a build that cannot start yet: not failed, not staging.
-func waiting(build *cfv1alpha1.CFBuild, reason, format string, args ...any) {
-	message := fmt.Sprintf(format, args...)
-	setConditions(build,
-		metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message},
-		metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: reason, Message: message})
+// stagingInputs is what staging a CFBuild depends on, as observed.
+type stagingInputs struct {
+	build *cfv1alpha1.CFBuild
+	// space is the CFSpace of the build's namespace; its status holds the build configuration.
+	space *cfv1alpha1.CFSpace
+	// following is the kpack Build that the CFBuild already follows, if any.
+	following string
+	// kpackBuild is that kpack Build, or else the one kpack started for the CFBuild; nil if
+	// there is none.
+	kpackBuild *kpackv1alpha2.Build
+	// processes are the droplet's processes, read once the kpack Build succeeded.
+	processes []cfv1alpha1.ProcessType
+
+	app *cfv1alpha1.CFApp
+	pkg *cfv1alpha1.CFPackage
+	// active is the CFBuild of the app that may stage now.
+	active string
+	// defaultBuilder is the default Builder of the space, where the operator placed it.
+	defaultBuilder *kpackv1alpha2.Builder
+	// dedicated is the dedicated Builder of the build's lifecycle as it is, if there is one.
+	dedicated *kpackv1alpha2.Builder
 }
 
-// followKpackBuild sets a CFBuild's conditions from its kpack Build, and says whether the
-// build succeeded (the droplet is then set by the caller).
-func followKpackBuild(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build) (succeeded bool) {
-	build.Status.KpackBuild = kb.Name
-	build.Status.Builder = kb.Annotations[kpackv1alpha2.BuilderNameAnnotation]
+// stagingPlan is what a reconcile of a CFBuild decides: its status, and what to apply.
+type stagingPlan struct {
+	conditions []metav1.Condition
+	builder    string
+	kpackBuild string
+	droplet    *cfv1alpha1.BuildDropletStatus
+	// dedicated is the Builder to apply and to add the app to the owners of; nil for none.
+	dedicated *kpackv1alpha2.Builder
+	// image is the app's Image to apply; nil until the build can start.
+	image *kpackv1alpha2.Image
+}
+
+// planStaging decides the next step of a CFBuild: follow its kpack Build, or wait for what it
+// needs, or make its Builder and point the app's Image at its package.
+func planStaging(in stagingInputs) stagingPlan {
+	if in.following != "" || in.kpackBuild != nil {
+		return follow(in)
+	}
+	build := in.build
+	switch {
+	case in.app == nil:
+		return waiting(cfv1alpha1.WaitingReason, "app %s does not exist", build.Spec.AppRef.Name)
+	case in.active != build.Name:
+		return waiting(cfv1alpha1.QueuedReason, "builds of app %s stage one at a time; waiting for build %s", in.app.Name, in.active)
+	case in.pkg == nil || in.pkg.Spec.Source.Registry.Image == "":
+		return waiting(cfv1alpha1.WaitingReason, "package %s is not uploaded", build.Spec.PackageRef.Name)
+	}
+	ready := meta.FindStatusCondition(in.space.Status.Conditions, cfv1alpha1.BuildReadyCondition)
+	if ready == nil || ready.Status != metav1.ConditionTrue {
+		return waiting(cfv1alpha1.WaitingReason, "space %s cannot build: %s", in.space.Name, conditionMessage(ready))
+	}
+	if in.defaultBuilder == nil {
+		return waiting(cfv1alpha1.BuilderNotReadyReason, "the space's default Builder %s/%s is gone",
+			in.space.Status.Build.Builder.From, in.space.Status.Build.Builder.Name)
+	}
+	config := in.space.Status.Build
+	var p stagingPlan
+	builderRef := defaultBuilderRef(config)
+	if lifecycle := effectiveLifecycle(build, in.app); !usesDefaultBuilder(lifecycle, in.defaultBuilder) {
+		p.dedicated = desiredDedicatedBuilder(build.Namespace, lifecycle, in.defaultBuilder, config)
+		if in.dedicated == nil || !buildconfig.Ready(&in.dedicated.Status, in.dedicated.Generation) {
+			w := waiting(cfv1alpha1.BuilderNotReadyReason, "Builder %s is not ready yet", p.dedicated.Name)
+			w.dedicated = p.dedicated
+			return w
+		}
+		builderRef.Kind, builderRef.Name = kpackv1alpha2.BuilderKind, p.dedicated.Name
+	}
+	p.image = desiredImage(in.app, build, in.pkg, builderRef, config)
+	message := fmt.Sprintf("waiting for kpack to start a build of Image %s with %s %s", in.app.Name, builderRef.Kind, builderRef.Name)
+	p.conditions = []metav1.Condition{
+		{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildScheduledReason, Message: message},
+		{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildScheduledReason, Message: "staging"},
+	}
+	return p
+}
+
+// waiting is the plan of a build that cannot start yet: not failed, not staging.
+func waiting(reason, format string, args ...any) stagingPlan {
+	message := fmt.Sprintf(format, args...)
+	return stagingPlan{conditions: []metav1.Condition{
+		{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+		{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: reason, Message: message},
+	}}
+}
+
+// follow mirrors the kpack Build into the CFBuild, with the droplet once it succeeded.
+func follow(in stagingInputs) stagingPlan {
+	kb := in.kpackBuild
+	if kb == nil {
+		message := fmt.Sprintf("kpack build %s does not exist any more", in.following)
+		return stagingPlan{kpackBuild: in.following, conditions: []metav1.Condition{
+			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message},
+			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message},
+		}}
+	}
+	p := stagingPlan{kpackBuild: kb.Name, builder: kb.Annotations[kpackv1alpha2.BuilderNameAnnotation]}
 	done := kb.Status.GetCondition(corev1alpha1.ConditionSucceeded)
 	switch {
 	case done.IsTrue():
-		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildSucceededReason,
+		p.conditions = []metav1.Condition{
+			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildSucceededReason,
 				Message: fmt.Sprintf("kpack build %s succeeded", kb.Name)},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildSucceededReason,
-				Message: fmt.Sprintf("droplet %s", kb.Status.LatestImage)})
-		return true
+			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildSucceededReason,
+				Message: fmt.Sprintf("droplet %s", kb.Status.LatestImage)},
+		}
+		p.droplet = droplet(kb, in.space.Status.Build, in.processes)
 	case done.IsFalse():
 		reason, message := failure(kb)
-		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildFailedReason, Message: message},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message})
+		p.conditions = []metav1.Condition{
+			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildFailedReason, Message: message},
+			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+		}
 	default:
 		message := fmt.Sprintf("kpack build %s is running", kb.Name)
 		if len(kb.Status.StepsCompleted) > 0 {
 			message += "; steps completed: " + strings.Join(kb.Status.StepsCompleted, ", ")
 		}
-		setConditions(build,
-			metav1.Condition{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildRunningReason, Message: message},
-			metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildRunningReason, Message: message})
+		p.conditions = []metav1.Condition{
+			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildRunningReason, Message: message},
+			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildRunningReason, Message: message},
+		}
 	}
-	return false
+	return p
 }
 
 // failure is the reason and message of a failed kpack Build: kpack's own, and the step that
@@ -78,10 +168,13 @@ func failure(kb *kpackv1alpha2.Build) (reason, message string) {
 // droplet is the droplet a succeeded kpack Build staged.
 func droplet(kb *kpackv1alpha2.Build, space *cfv1alpha1.SpaceBuildConfig, processes []cfv1alpha1.ProcessType) *cfv1alpha1.BuildDropletStatus {
 	d := &cfv1alpha1.BuildDropletStatus{
-		Registry:     cfv1alpha1.Registry{Image: kb.Status.LatestImage, ImagePullSecrets: space.SecretNames()},
+		Registry:     cfv1alpha1.Registry{Image: kb.Status.LatestImage},
 		Stack:        kb.Status.Stack.ID,
 		RunImage:     kb.Status.Stack.RunImage,
 		ProcessTypes: processes,
+	}
+	if space != nil {
+		d.Registry.ImagePullSecrets = space.SecretNames()
 	}
 	for _, bp := range kb.Status.BuildMetadata {
 		d.Buildpacks = append(d.Buildpacks, cfv1alpha1.BuildpackVersion{ID: bp.Id, Version: bp.Version})
@@ -96,9 +189,9 @@ func finished(build *cfv1alpha1.CFBuild) bool {
 	return c != nil && c.Status != metav1.ConditionUnknown && c.ObservedGeneration == build.Generation
 }
 
-func setConditions(build *cfv1alpha1.CFBuild, conditions ...metav1.Condition) {
-	for _, c := range conditions {
-		c.ObservedGeneration = build.Generation
-		meta.SetStatusCondition(&build.Status.Conditions, c)
+func conditionMessage(c *metav1.Condition) string {
+	if c == nil {
+		return "its build readiness is not known yet"
 	}
+	return c.Message
 }

@@ -17,12 +17,15 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfapp,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfapps,verbs=create;update,versions=v1alpha1,name=vcfapp.workloads.cloudfoundry.org,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfbuild,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfbuilds,verbs=create;update,versions=v1alpha1,name=vcfbuild.workloads.cloudfoundry.org,admissionReviewVersions=v1
+// The webhooks see a creation, and an update only when it changes what they check: an update
+// of anything else (an administrator removing a finalizer while the manager is down) does not
+// wait for them.
+// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfapp,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfapps,verbs=create;update,versions=v1alpha1,name=vcfapp.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"matchConditions":[{"name":"lifecycle-changes","expression":"request.operation == 'CREATE' || object.spec.lifecycle != oldObject.spec.lifecycle"}]}`
+// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfbuild,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfbuilds,verbs=create,versions=v1alpha1,name=vcfbuild.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system
 
 // +kubebuilder:rbac:groups=kpack.io,resources=clusterstacks;clusterstores,verbs=get;list;watch
 
-// SetupWebhooks registers the validating webhooks of app and build lifecycles.
+// SetupWebhooks registers the validating webhooks of apps and builds.
 func SetupWebhooks(mgr ctrl.Manager) error {
 	lifecycles := &lifecycleValidator{reader: mgr.GetClient()}
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFApp{}).WithValidator(&AppValidator{lifecycles}).Complete(); err != nil {
@@ -124,9 +127,10 @@ type AppValidator struct{ lifecycles *lifecycleValidator }
 
 var _ admission.Validator[*cfv1alpha1.CFApp] = (*AppValidator)(nil)
 
-// ValidateCreate checks the app's lifecycle.
+// ValidateCreate checks the app's GUID, which names its kpack Image, and its lifecycle.
 func (v *AppValidator) ValidateCreate(ctx context.Context, app *cfv1alpha1.CFApp) (admission.Warnings, error) {
-	return nil, invalid("CFApp", app.Name, v.lifecycles.validate(ctx, app.Namespace, app.Spec.Lifecycle))
+	errs := validGUID(app.Name)
+	return nil, invalid("CFApp", app.Name, append(errs, v.lifecycles.validate(ctx, app.Namespace, app.Spec.Lifecycle)...))
 }
 
 // ValidateUpdate checks a changed lifecycle.
@@ -134,7 +138,7 @@ func (v *AppValidator) ValidateUpdate(ctx context.Context, old, app *cfv1alpha1.
 	if equalLifecycles(old.Spec.Lifecycle, app.Spec.Lifecycle) {
 		return nil, nil
 	}
-	return v.ValidateCreate(ctx, app)
+	return nil, invalid("CFApp", app.Name, v.lifecycles.validate(ctx, app.Namespace, app.Spec.Lifecycle))
 }
 
 // ValidateDelete allows every deletion.
@@ -142,22 +146,29 @@ func (v *AppValidator) ValidateDelete(context.Context, *cfv1alpha1.CFApp) (admis
 	return nil, nil
 }
 
-// BuildValidator rejects builds whose lifecycle cannot be built.
+// BuildValidator rejects builds whose lifecycle cannot be built. Who may mark a build as a
+// rebuild is config/policies' to say, and its spec cannot change (the CRD says so).
 type BuildValidator struct{ lifecycles *lifecycleValidator }
 
 var _ admission.Validator[*cfv1alpha1.CFBuild] = (*BuildValidator)(nil)
 
-// ValidateCreate checks the build's lifecycle.
+// ValidateCreate checks the build's GUID and its lifecycle.
 func (v *BuildValidator) ValidateCreate(ctx context.Context, build *cfv1alpha1.CFBuild) (admission.Warnings, error) {
-	return nil, invalid("CFBuild", build.Name, v.lifecycles.validate(ctx, build.Namespace, build.Spec.Lifecycle))
+	errs := validGUID(build.Name)
+	return nil, invalid("CFBuild", build.Name, append(errs, v.lifecycles.validate(ctx, build.Namespace, build.Spec.Lifecycle)...))
 }
 
-// ValidateUpdate checks a changed lifecycle.
-func (v *BuildValidator) ValidateUpdate(ctx context.Context, old, build *cfv1alpha1.CFBuild) (admission.Warnings, error) {
-	if equalLifecycles(old.Spec.Lifecycle, build.Spec.Lifecycle) {
-		return nil, nil
+// ValidateUpdate allows every update: the webhook is called for creations only.
+func (v *BuildValidator) ValidateUpdate(context.Context, *cfv1alpha1.CFBuild, *cfv1alpha1.CFBuild) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validGUID refuses a GUID that cannot name what cf-hnc makes from the object.
+func validGUID(name string) field.ErrorList {
+	if message := cfv1alpha1.ValidateGUID(name); message != "" {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, message)}
 	}
-	return v.ValidateCreate(ctx, build)
+	return nil
 }
 
 // ValidateDelete allows every deletion.

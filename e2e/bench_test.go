@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
-	"code.cloudfoundry.org/cf-hnc/internal/registry"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
 )
 
 // The benchmarks measure the numbers that the design record (docs/adr) quotes. `make bench`

@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"code.cloudfoundry.org/cf-hnc/internal/testenv"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 )
 
 // update changes obj as a user would.

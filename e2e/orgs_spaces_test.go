@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
-	"code.cloudfoundry.org/cf-hnc/internal/testenv"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 )
 
 var _ = Describe("Orgs and spaces that build", func() {
@@ -28,6 +28,8 @@ var _ = Describe("Orgs and spaces that build", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, s)).To(Succeed())
 		Expect(s.Status.Build.Builder.Name).To(Equal(controlplane.DefaultBuilder))
 		Expect(s.Status.Build.Builder.From).To(Equal(root))
+		Expect(s.Status.Build.Builder.ClusterBuilder).To(Equal(root + "." + controlplane.DefaultBuilder))
+		Expect(s.Status.Build.DropletRepositoryPrefix).To(Equal(cp.Kpack().Registry.Host() + "/" + org + "/" + space))
 		Expect(s.Status.Build.ServiceAccount).To(Equal(&cfv1alpha1.PlacedObject{Name: "cf-build-org", From: org}))
 		ns := &corev1.Namespace{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
@@ -71,27 +73,30 @@ func buildReady(ctx SpecContext, org, space string) func() *metav1.Condition {
 	}
 }
 
-var _ = Describe("A Builder copy that reaches a space before its ServiceAccount", func() {
-	It("builds as soon as the ServiceAccount arrives, however long kpack has been backing off", func(ctx SpecContext) {
+var _ = Describe("A default Builder placed in an org before its ServiceAccount", func() {
+	It("gets its ClusterBuilder, and the org's spaces can build, as soon as the ServiceAccount arrives", func(ctx SpecContext) {
 		org := createOrg(ctx, "late-"+string(uuid.NewUUID())[:8])
 		placeOrgCredentials(ctx, org)
 		builder := cp.Kpack().Builder(org, "org-builder", "cf-build-org", cp.Kpack().Registry.Host()+"/"+org+"/builders/org")
 		builder.Labels = buildConfig
 		Expect(k8s.Create(ctx, builder)).To(Succeed())
 		space := createSpace(ctx, org, "dev")
-		copied := &kpackv1alpha2.Builder{}
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: builder.Name}, copied) }).Should(Succeed())
-
-		By("letting kpack fail and back off while the ServiceAccount is missing")
-		time.Sleep(30 * time.Second)
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
-		Expect(copied.Status.LatestImage).To(BeEmpty())
+		Eventually(buildReady(ctx, org, space)).Should(And(
+			HaveField("Reason", cfv1alpha1.ServiceAccountMissingReason),
+			HaveField("Message", ContainSubstring("cf-hnc has not made ClusterBuilder %s.org-builder from it yet", org))))
 
 		placeOrgServiceAccount(ctx, org)
+		clusterBuilder := &kpackv1alpha2.ClusterBuilder{}
 		Eventually(func() string {
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
-			return copied.Status.LatestImage
-		}, 10*time.Second).ShouldNot(BeEmpty())
+			if err := k8s.Get(ctx, client.ObjectKey{Name: org + ".org-builder"}, clusterBuilder); err != nil {
+				return ""
+			}
+			return clusterBuilder.Status.LatestImage
+		}, 30*time.Second).Should(HavePrefix(cp.Kpack().Registry.Host() + "/" + org + "/builders/org:clusterbuilder-" + org + ".org-builder@sha256:"))
 		Eventually(buildReady(ctx, org, space), 10*time.Second).Should(HaveField("Status", metav1.ConditionTrue))
+		s := &cfv1alpha1.CFSpace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, s)).To(Succeed())
+		Expect(s.Status.Build.Builder).To(HaveField("PlacedObject", cfv1alpha1.PlacedObject{Name: "org-builder", From: org}),
+			"the org's Builder wins over the root's")
 	})
 })

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
-	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
-	"code.cloudfoundry.org/cf-hnc/internal/registry"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
 )
 
 // The smoke specs show that the real parts of the local control plane work together, before

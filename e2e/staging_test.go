@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
 var defaultLifecycle = cfv1alpha1.LifecycleData{}
@@ -43,9 +43,9 @@ var _ = Describe("Staging", func() {
 		build := stage(ctx, org, app)
 		Eventually(succeeded(ctx, build)).Should(HaveField("Status", metav1.ConditionTrue))
 
-		Expect(build.Status.Builder).To(Equal(controlplane.DefaultBuilder))
+		Expect(build.Status.Builder).To(Equal(root + "." + controlplane.DefaultBuilder))
 		droplet := build.Status.Droplet
-		Expect(droplet.Registry.Image).To(HavePrefix(cp.Kpack().Registry.Host() + "/" + org + "/" + app.Name + "@sha256:"))
+		Expect(droplet.Registry.Image).To(HavePrefix(cp.Kpack().Registry.Host() + "/" + org + "/" + space + "/" + app.Name + "@sha256:"))
 		Expect(droplet.Registry.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "cf-registry-org"}))
 		Expect(droplet.Stack).To(Equal(cp.Kpack().Images.Stack.ID))
 		Expect(droplet.ProcessTypes).To(ConsistOf(cfv1alpha1.ProcessType{Type: "web", Command: "./app"}))

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
 const root = "cf"

@@ -90,7 +90,13 @@ try_envtest_download() { # tool version dest
 patched_modfile() { # wrapper dir patch
   local wrapper=$1 dir=$2 module file expr src
   IFS='|' read -r module file expr <<<"${loopback_patches[$3]}"
+  # go list -m prints no directory for a module that is not downloaded yet: download it first.
+  go mod download -C "$root/hack/tools/$wrapper" "$module"
   src=$(go list -C "$root/hack/tools/$wrapper" -m -f '{{.Dir}}' "$module")
+  if [[ -z $src || ! -d $src ]]; then
+    say "cannot find the source of $module for the loopback patch"
+    return 1
+  fi
   rm -rf "$dir/src"
   cp -r "$src" "$dir/src"
   chmod -R u+w "$dir/src"

@@ -2,8 +2,7 @@ package orgspace
 
 import (
 	"context"
-	"fmt"
-	"time"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,35 +19,28 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/status"
 )
 
-// deletionPoll is how often a deletion that waits for HNC and the namespace controller is
-// looked at again, in case the event that ends the wait is missed.
-const deletionPoll = 5 * time.Second
-
-// operatorRecheck is how often a namespace conflict that only an operator can solve is looked
-// at again.
-const operatorRecheck = time.Minute
-
 // OrgReconciler makes each CFOrg in the root namespace an org namespace under it.
 type OrgReconciler struct {
 	client   client.Client
+	reporter *status.Reporter
 	recorder events.EventRecorder
 	root     string
 }
 
 // NewOrgReconciler returns an OrgReconciler for orgs in the root namespace.
 func NewOrgReconciler(c client.Client, recorder events.EventRecorder, root string) *OrgReconciler {
-	return &OrgReconciler{client: c, recorder: recorder, root: root}
+	return &OrgReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs/status;cforgs/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=hnc.x-k8s.io,resources=subnamespaceanchors,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=hnc.x-k8s.io,resources=hierarchyconfigurations,verbs=get;create;patch
+// +kubebuilder:rbac:groups=hnc.x-k8s.io,resources=subnamespaceanchors,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=hnc.x-k8s.io,resources=hierarchyconfigurations,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile makes the org's namespace exist with its labels, or deletes it with its spaces.
-func (r *OrgReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *OrgReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	org := &cfv1alpha1.CFOrg{}
 	if err := r.client.Get(ctx, req.NamespacedName, org); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -59,52 +51,53 @@ func (r *OrgReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := addFinalizer(ctx, r.client, org); err != nil {
 		return ctrl.Result{}, err
 	}
-	original := org.DeepCopy()
+	report := r.reporter.Track(org)
+	defer func() { err = errors.Join(err, report(ctx)) }()
+
 	ready, err := r.reconcileNamespace(ctx, org)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	setCondition(&org.Status.Conditions, ready, org.Generation)
-	org.Status.ObservedGeneration = org.Generation
-	var result ctrl.Result
-	if needsOperator(ready) {
-		result.RequeueAfter = operatorRecheck
-	}
-	return result, status.Report(ctx, r.client, r.recorder, org, original, original.Status.Conditions, org.Status.Conditions)
+	status.Set(org, ready)
+	return requeue(ready), nil
 }
 
 // reconcileNamespace returns the Ready condition after making the namespace, unless the org is
-// misplaced or another org already has its display name.
+// misplaced, its name cannot name a namespace, or another org already has its display name.
 func (r *OrgReconciler) reconcileNamespace(ctx context.Context, org *cfv1alpha1.CFOrg) (metav1.Condition, error) {
 	if org.Namespace != r.root {
 		return notReady(cfv1alpha1.WrongNamespaceReason,
 			"orgs live in the root namespace %s, not in %s", r.root, org.Namespace), nil
 	}
+	if invalid := cfv1alpha1.ValidateGUID(org.Name); invalid != "" {
+		return notReady(cfv1alpha1.InvalidNameReason, "name %q names the org's namespace: %s", org.Name, invalid), nil
+	}
 	orgs := &cfv1alpha1.CFOrgList{}
 	if err := r.client.List(ctx, orgs, client.InNamespace(r.root)); err != nil {
 		return metav1.Condition{}, err
 	}
-	if first := firstWithName(orgs.Items, org.Spec.DisplayName); first != nil && first.Name != org.Name {
+	if owner := cfv1alpha1.DisplayNameOwner(orgs.Items, org.Spec.DisplayName); owner != nil && owner.Name != org.Name {
 		return notReady(cfv1alpha1.DuplicateNameReason,
-			"org %s already has the name %q", first.Name, org.Spec.DisplayName), nil
+			"org %s already has the name %q", owner.Name, org.Spec.DisplayName), nil
 	}
-	ns := orgNamespace(org)
-	ready, err := ns.ensure(ctx, r.client)
-	if err != nil || ready.Status != metav1.ConditionTrue {
+	sub := orgNamespace(org)
+	ready, ns, err := sub.ensure(ctx, r.client)
+	if err != nil || ns == nil {
 		return ready, err
 	}
-	return ready, ns.label(ctx, r.client)
+	return ready, sub.label(ctx, r.client, ns)
 }
 
 // reconcileDelete lets HNC delete the org's namespace with its spaces, then releases the org.
 func (r *OrgReconciler) reconcileDelete(ctx context.Context, org *cfv1alpha1.CFOrg) (ctrl.Result, error) {
-	ns := orgNamespace(org)
-	if controllerutil.ContainsFinalizer(org, Finalizer) {
-		if err := ns.allowCascadingDeletion(ctx, r.client); err != nil {
-			return ctrl.Result{}, err
-		}
+	sub := orgNamespace(org)
+	if !controllerutil.ContainsFinalizer(org, Finalizer) {
+		return ctrl.Result{}, nil
 	}
-	return ns.finishDeletion(ctx, r.client, r.recorder, org)
+	if err := sub.allowCascadingDeletion(ctx, r.client); err != nil {
+		return ctrl.Result{}, err
+	}
+	return sub.finishDeletion(ctx, r.client, r.recorder, org)
 }
 
 func orgNamespace(org *cfv1alpha1.CFOrg) subnamespace {
@@ -133,14 +126,4 @@ func (r *OrgReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: r.root, Name: ns.GetName()}}}
 		})).
 		Complete(r)
-}
-
-// sameName maps an anchor to the org or space of the same name in the same namespace.
-func sameName(_ context.Context, o client.Object) []ctrl.Request {
-	return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-}
-
-func notReady(reason, format string, args ...any) metav1.Condition {
-	return metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionFalse,
-		Reason: reason, Message: fmt.Sprintf(format, args...)}
 }

@@ -2,35 +2,43 @@ package orgspace
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
-	"code.cloudfoundry.org/cf-hnc/propagation"
 )
 
 // SpaceReconciler makes each CFSpace in an org namespace a space namespace under the org, and
 // reports whether the space can build.
 type SpaceReconciler struct {
-	client    client.Client
-	recorder  events.EventRecorder
-	root      string
-	discovery *propagation.Discovery
+	client      client.Client
+	reporter    *status.Reporter
+	recorder    events.EventRecorder
+	root        string
+	discovery   *buildconfig.Discovery
+	concurrency int
 }
 
-// NewSpaceReconciler returns a SpaceReconciler for spaces of orgs in the root namespace.
-func NewSpaceReconciler(c client.Client, recorder events.EventRecorder, root string, discovery *propagation.Discovery) *SpaceReconciler {
-	return &SpaceReconciler{client: c, recorder: recorder, root: root, discovery: discovery}
+// NewSpaceReconciler returns a SpaceReconciler for spaces of orgs in the root namespace that
+// reconciles up to concurrency spaces at once.
+func NewSpaceReconciler(c client.Client, recorder events.EventRecorder, root string, discovery *buildconfig.Discovery, concurrency int) *SpaceReconciler {
+	return &SpaceReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root,
+		discovery: discovery, concurrency: concurrency}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=get;list;watch;update;patch
@@ -39,104 +47,109 @@ func NewSpaceReconciler(c client.Client, recorder events.EventRecorder, root str
 
 // Reconcile makes the space's namespace exist with its labels and resolves its build
 // configuration, or deletes the namespace.
-func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	space := &cfv1alpha1.CFSpace{}
 	if err := r.client.Get(ctx, req.NamespacedName, space); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !space.DeletionTimestamp.IsZero() {
-		return spaceNamespace(space).finishDeletion(ctx, r.client, r.recorder, space)
+		return spaceNamespace(space, nil).finishDeletion(ctx, r.client, r.recorder, space)
 	}
 	if err := addFinalizer(ctx, r.client, space); err != nil {
 		return ctrl.Result{}, err
 	}
-	original := space.DeepCopy()
-	ready, err := r.reconcileNamespace(ctx, space)
+	report := r.reporter.Track(space)
+	defer func() { err = errors.Join(err, report(ctx)) }()
+
+	ready, ns, err := r.reconcileNamespace(ctx, space)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	buildReady := metav1.Condition{Type: cfv1alpha1.BuildReadyCondition, Status: metav1.ConditionFalse,
 		Reason: cfv1alpha1.NamespaceNotReadyReason, Message: "the space namespace is not ready"}
-	if ready.Status == metav1.ConditionTrue {
-		if space.Status.Build, buildReady, err = r.discovery.Resolve(ctx, space.Name); err != nil {
+	if ns != nil {
+		if space.Status.Build, buildReady, err = r.discovery.Resolve(ctx, ns); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.labelBuildReadiness(ctx, space, buildReady); err != nil {
+		if err := spaceNamespace(space, &buildReady).label(ctx, r.client, ns); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	setCondition(&space.Status.Conditions, ready, space.Generation)
-	setCondition(&space.Status.Conditions, buildReady, space.Generation)
-	space.Status.ObservedGeneration = space.Generation
-	var result ctrl.Result
-	// A Secret that the build ServiceAccount names but that is no build-config Secret is not
-	// watched (the cache holds only those): look again now and then.
-	if needsOperator(ready) || buildReady.Reason == cfv1alpha1.ServiceAccountSecretMissingReason {
-		result.RequeueAfter = operatorRecheck
-	}
-	return result, status.Report(ctx, r.client, r.recorder, space, original, original.Status.Conditions, space.Status.Conditions)
+	status.Set(space, ready)
+	status.Set(space, buildReady)
+	return requeue(ready, buildReady), nil
 }
 
-// reconcileNamespace returns the Ready condition after making the namespace, unless the space
-// is not in an org namespace, its org is going away, or its display name is taken.
-func (r *SpaceReconciler) reconcileNamespace(ctx context.Context, space *cfv1alpha1.CFSpace) (metav1.Condition, error) {
+// reconcileNamespace returns the Ready condition after making the namespace, and the namespace
+// once it is ready; unless the space is not in an org namespace, its org is going away, its
+// name cannot name a namespace, or its display name is taken.
+func (r *SpaceReconciler) reconcileNamespace(ctx context.Context, space *cfv1alpha1.CFSpace) (metav1.Condition, *corev1.Namespace, error) {
 	org := &cfv1alpha1.CFOrg{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: r.root, Name: space.Namespace}, org); err != nil {
 		if client.IgnoreNotFound(err) != nil {
-			return metav1.Condition{}, err
+			return metav1.Condition{}, nil, err
 		}
 		return notReady(cfv1alpha1.WrongNamespaceReason,
-			"spaces live in org namespaces; %s is not one", space.Namespace), nil
+			"spaces live in org namespaces; %s is not one", space.Namespace), nil, nil
 	}
 	if !org.DeletionTimestamp.IsZero() {
-		return notReady(cfv1alpha1.OrgNotReadyReason, "org %s is being deleted", org.Name), nil
+		return notReady(cfv1alpha1.OrgNotReadyReason, "org %s is being deleted", org.Name), nil, nil
+	}
+	if invalid := cfv1alpha1.ValidateGUID(space.Name); invalid != "" {
+		return notReady(cfv1alpha1.InvalidNameReason, "name %q names the space's namespace: %s", space.Name, invalid), nil, nil
 	}
 	spaces := &cfv1alpha1.CFSpaceList{}
 	if err := r.client.List(ctx, spaces, client.InNamespace(space.Namespace)); err != nil {
-		return metav1.Condition{}, err
+		return metav1.Condition{}, nil, err
 	}
-	if first := firstWithName(spaces.Items, space.Spec.DisplayName); first != nil && first.Name != space.Name {
+	if owner := cfv1alpha1.DisplayNameOwner(spaces.Items, space.Spec.DisplayName); owner != nil && owner.Name != space.Name {
 		return notReady(cfv1alpha1.DuplicateNameReason,
-			"space %s of this org already has the name %q", first.Name, space.Spec.DisplayName), nil
+			"space %s of this org already has the name %q", owner.Name, space.Spec.DisplayName), nil, nil
 	}
-	return spaceNamespace(space).ensure(ctx, r.client)
+	return spaceNamespace(space, nil).ensure(ctx, r.client)
 }
 
-// labelBuildReadiness keeps the namespace's build-ready label in line with BuildReady, so that
-// spaces that cannot build are found with a label selector.
-func (r *SpaceReconciler) labelBuildReadiness(ctx context.Context, space *cfv1alpha1.CFSpace, buildReady metav1.Condition) error {
-	ns := spaceNamespace(space)
-	ns.labels[cfv1alpha1.BuildReadyLabel] = strconv.FormatBool(buildReady.Status == metav1.ConditionTrue)
-	return ns.label(ctx, r.client)
-}
-
-func spaceNamespace(space *cfv1alpha1.CFSpace) subnamespace {
+// spaceNamespace is the space's namespace with its labels; with the BuildReady condition, also
+// the build-ready label, so that `kubectl get ns -l workloads.cloudfoundry.org/build-ready=false`
+// finds the spaces that cannot build.
+func spaceNamespace(space *cfv1alpha1.CFSpace, buildReady *metav1.Condition) subnamespace {
+	labels := map[string]string{
+		cfv1alpha1.OrgGUIDLabel:   space.Namespace,
+		cfv1alpha1.SpaceGUIDLabel: space.Name,
+	}
+	if buildReady != nil {
+		labels[cfv1alpha1.BuildReadyLabel] = strconv.FormatBool(buildReady.Status == metav1.ConditionTrue)
+	}
 	return subnamespace{
-		parent: space.Namespace,
-		name:   space.Name,
-		labels: map[string]string{
-			cfv1alpha1.OrgGUIDLabel:   space.Namespace,
-			cfv1alpha1.SpaceGUIDLabel: space.Name,
-		},
+		parent:      space.Namespace,
+		name:        space.Name,
+		labels:      labels,
 		annotations: map[string]string{cfv1alpha1.SpaceNameAnnotation: space.Spec.DisplayName},
 	}
 }
 
 // SetupWithManager registers the reconciler: it runs for CFSpaces, for anchors in org
-// namespaces, for space namespaces, for the org (a space waits for it) and for every object
-// that the space's build configuration is resolved from.
+// namespaces, for space namespaces, for the org (a space waits for it), for every object that
+// the build configuration is resolved from (in the space, or above it for every space below),
+// and for the ClusterBuilders made from default Builders placed above.
 func (r *SpaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	notInRoot := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() != r.root })
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("cfspace").
 		For(&cfv1alpha1.CFSpace{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		Watches(&hncv1alpha2.SubnamespaceAnchor{}, handler.EnqueueRequestsFromMapFunc(sameName),
 			builder.WithPredicates(notInRoot)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.spaceOf)).
-		Watches(&cfv1alpha1.CFOrg{}, handler.EnqueueRequestsFromMapFunc(r.spacesOfOrg),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	for _, kind := range r.discovery.Sources() {
-		b = b.Watches(kind, handler.EnqueueRequestsFromMapFunc(r.spaceOfNamespace))
+		Watches(&cfv1alpha1.CFOrg{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			return r.spacesBelow(ctx, o.GetName())
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&kpackv1alpha2.ClusterBuilder{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			placedIn, _, _ := strings.Cut(o.GetName(), ".")
+			return r.spacesBelow(ctx, placedIn)
+		}))
+	for _, kind := range buildconfig.Sources() {
+		b = b.Watches(kind, handler.EnqueueRequestsFromMapFunc(r.spacesAtOrBelow))
 	}
 	return b.Complete(r)
 }
@@ -151,24 +164,30 @@ func (r *SpaceReconciler) spaceOf(_ context.Context, ns client.Object) []ctrl.Re
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: parent, Name: ns.GetName()}}}
 }
 
-// spaceOfNamespace maps an object in a space namespace to the space.
-func (r *SpaceReconciler) spaceOfNamespace(ctx context.Context, o client.Object) []ctrl.Request {
+// spacesAtOrBelow maps an object to the space whose namespace holds it, or, for an object in
+// the root or an org namespace, to every space below.
+func (r *SpaceReconciler) spacesAtOrBelow(ctx context.Context, o client.Object) []ctrl.Request {
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: o.GetNamespace()}, ns); err != nil {
 		return nil
 	}
-	return r.spaceOf(ctx, ns)
+	if requests := r.spaceOf(ctx, ns); requests != nil {
+		return requests
+	}
+	return r.spacesBelow(ctx, ns.Name)
 }
 
-// spacesOfOrg maps an org to all its spaces.
-func (r *SpaceReconciler) spacesOfOrg(ctx context.Context, o client.Object) []ctrl.Request {
-	spaces := &cfv1alpha1.CFSpaceList{}
-	if err := r.client.List(ctx, spaces, client.InNamespace(o.GetName())); err != nil {
+// spacesBelow maps a namespace to the spaces below it, found by HNC's tree labels.
+func (r *SpaceReconciler) spacesBelow(ctx context.Context, namespace string) []ctrl.Request {
+	namespaces := &corev1.NamespaceList{}
+	if err := r.client.List(ctx, namespaces, client.HasLabels{namespace + hncv1alpha2.LabelTreeDepthSuffix, cfv1alpha1.SpaceGUIDLabel}); err != nil {
 		return nil
 	}
-	requests := make([]ctrl.Request, 0, len(spaces.Items))
-	for _, s := range spaces.Items {
-		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+	var requests []ctrl.Request
+	for i := range namespaces.Items {
+		if ns := &namespaces.Items[i]; ns.Name != namespace {
+			requests = append(requests, r.spaceOf(ctx, ns)...)
+		}
 	}
 	return requests
 }

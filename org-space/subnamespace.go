@@ -1,18 +1,20 @@
 // Package orgspace makes Cloud Foundry orgs and spaces HNC namespaces: a CFOrg in the root
 // namespace becomes an org namespace under it, a CFSpace in an org namespace becomes a space
 // namespace under the org. Each is made from a SubnamespaceAnchor, labelled with the GUIDs,
-// and deleted (an org with all its spaces) through a finalizer. Webhooks keep display names
-// unique and orgs and spaces in their place.
+// and deleted (an org with all its spaces) through a finalizer. A space also reports whether
+// it can build (buildconfig). Webhooks keep display names unique and orgs and spaces in their
+// place.
 package orgspace
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,7 +23,6 @@ import (
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/apply"
 )
 
 // Finalizer keeps a CFOrg or CFSpace until its namespace is gone.
@@ -29,6 +30,13 @@ const Finalizer = "workloads.cloudfoundry.org/namespace"
 
 // fieldOwner is the server-side apply field manager of everything this package writes.
 const fieldOwner = client.FieldOwner("cf-hnc-org-space")
+
+// deletionPoll is how often a deletion that waits for HNC and the namespace controller is
+// looked at again, in case the event that ends the wait is missed.
+const deletionPoll = 5 * time.Second
+
+// operatorRecheck is how often a state that only an operator can end is looked at again.
+const operatorRecheck = time.Minute
 
 // subnamespace is what orgs and spaces share: a namespace that HNC makes from an anchor in
 // the parent namespace, and the labels and annotations cf-hnc keeps on it.
@@ -41,44 +49,44 @@ type subnamespace struct {
 
 // ensure creates the anchor if it is missing and returns the Ready condition: True once HNC
 // made the namespace and placed it in the tree (its tree labels, which discovery reads, are
-// set a moment after the anchor turns Ok). Nothing is written when the anchor exists.
-func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condition, error) {
+// set a moment after the anchor turns Ok), with that namespace. Nothing is written when the
+// anchor exists.
+func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condition, *corev1.Namespace, error) {
 	anchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: s.parent, Name: s.name}}
 	err := c.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)
 	if apierrors.IsNotFound(err) {
-		err = apply.Object(ctx, c, anchor, fieldOwner)
+		err = c.Create(ctx, anchor, fieldOwner)
 	}
 	// HNC's webhook refuses an anchor for a namespace that exists already, or in a namespace
 	// that may have no subnamespaces: states to report, not errors to retry.
 	switch {
+	case apierrors.IsAlreadyExists(err):
+		// The cache had not seen the anchor yet; its event follows.
+		return anchorCondition(s.parent, s.name, ""), nil, nil
 	case apierrors.IsConflict(err):
-		return notReady(cfv1alpha1.AnchorConflictReason, "%v", err), nil
+		return notReady(cfv1alpha1.AnchorConflictReason, "%v", err), nil, nil
 	case apierrors.IsForbidden(err):
-		return notReady(cfv1alpha1.AnchorForbiddenReason, "%v", err), nil
+		return notReady(cfv1alpha1.AnchorForbiddenReason, "%v", err), nil, nil
 	case err != nil:
-		return metav1.Condition{}, fmt.Errorf("anchor %s/%s: %w", s.parent, s.name, err)
+		return metav1.Condition{}, nil, fmt.Errorf("anchor %s/%s: %w", s.parent, s.name, err)
 	}
 	condition := anchorCondition(s.parent, s.name, anchor.Status.State)
 	if condition.Status != metav1.ConditionTrue {
-		return condition, nil
+		return condition, nil, nil
 	}
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: s.name}, ns); err != nil {
-		return metav1.Condition{}, err
+		return metav1.Condition{}, nil, err
 	}
 	if ns.Labels[s.parent+hncv1alpha2.LabelTreeDepthSuffix] != "1" {
-		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not placed namespace %s under %s yet", s.name, s.parent), nil
+		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not placed namespace %s under %s yet", s.name, s.parent), nil, nil
 	}
-	return condition, nil
+	return condition, ns, nil
 }
 
 // label keeps the namespace's labels and annotations, writing only when one differs. Call it
-// once the namespace exists, with every label of this field manager: one left out is removed.
-func (s subnamespace) label(ctx context.Context, c client.Client) error {
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: s.name}, ns); err != nil {
-		return err
-	}
+// with every label of this field manager: one left out is removed.
+func (s subnamespace) label(ctx context.Context, c client.Client, ns *corev1.Namespace) error {
 	if isSubset(s.labels, ns.Labels) && isSubset(s.annotations, ns.Annotations) {
 		return nil
 	}
@@ -121,39 +129,30 @@ func anchorCondition(parent, name string, state hncv1alpha2.SubnamespaceAnchorSt
 	return c
 }
 
-// remove deletes the anchor and reports whether the namespace HNC made from it is gone. A
-// namespace of the same name that HNC did not make from this anchor (an anchor conflict) is
-// not ours and is left alone.
-func (s subnamespace) remove(ctx context.Context, c client.Client) (gone bool, err error) {
-	anchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: s.parent, Name: s.name}}
-	if err := c.Delete(ctx, anchor); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("deleting anchor %s/%s: %w", s.parent, s.name, err)
-	}
+// namespace returns the namespace of the subnamespace's name if HNC made it from this
+// subnamespace's anchor; nil if there is none, or if a namespace of that name that cf-hnc did
+// not ask for is in the way (an anchor conflict): that one is not ours to touch.
+func (s subnamespace) namespace(ctx context.Context, c client.Client) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: s.name}, ns); err != nil {
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
-	return ns.Annotations[hncv1alpha2.SubnamespaceOf] != s.parent, nil
+	if ns.Annotations[hncv1alpha2.SubnamespaceOf] != s.parent {
+		return nil, nil
+	}
+	return ns, nil
 }
 
-// allowCascadingDeletion lets HNC delete the namespace together with its own subnamespaces.
+// allowCascadingDeletion lets HNC delete the namespace together with its own subnamespaces,
+// if the namespace is ours.
 func (s subnamespace) allowCascadingDeletion(ctx context.Context, c client.Client) error {
-	hierarchy := &hncv1alpha2.HierarchyConfiguration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: hncv1alpha2.GroupVersion.String(), Kind: "HierarchyConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.name, Name: hncv1alpha2.Singleton},
-		Spec:       hncv1alpha2.HierarchyConfigurationSpec{AllowCascadingDeletion: true},
+	ns, err := s.namespace(ctx, c)
+	if ns == nil || err != nil {
+		return err
 	}
-	err := apply.Object(ctx, c, hierarchy, fieldOwner)
-	if apierrors.IsNotFound(err) {
-		return nil // the namespace is already gone
-	}
-	return err
-}
-
-// needsOperator says whether a Ready condition waits for an operator (a conflicting or
-// forbidden namespace) rather than for an event: such a state is looked at again now and then.
-func needsOperator(ready metav1.Condition) bool {
-	return ready.Reason == cfv1alpha1.AnchorConflictReason || ready.Reason == cfv1alpha1.AnchorForbiddenReason
+	hierarchy := &hncv1alpha2.HierarchyConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: s.name, Name: hncv1alpha2.Singleton}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"allowCascadingDeletion":true}}`))
+	return client.IgnoreNotFound(c.Patch(ctx, hierarchy, patch, fieldOwner))
 }
 
 // addFinalizer keeps obj until its namespace is gone.
@@ -164,14 +163,18 @@ func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error
 	return c.Update(ctx, obj)
 }
 
-// finishDeletion deletes the anchor and, once the namespace is gone, records it and releases
-// obj; until then it asks to be called again.
+// finishDeletion deletes the anchor and, once the namespace HNC made from it is gone, records
+// it and releases obj; until then it asks to be called again.
 func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, recorder events.EventRecorder, obj client.Object) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	gone, err := s.remove(ctx, c)
-	if err != nil || !gone {
+	anchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: s.parent, Name: s.name}}
+	if err := c.Delete(ctx, anchor); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting anchor %s/%s: %w", s.parent, s.name, err)
+	}
+	ns, err := s.namespace(ctx, c)
+	if ns != nil || err != nil {
 		return ctrl.Result{RequeueAfter: deletionPoll}, err
 	}
 	recorder.Eventf(obj, nil, corev1.EventTypeNormal, cfv1alpha1.DeletingReason, "Delete", "namespace %s is deleted", s.name)
@@ -179,8 +182,23 @@ func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, recor
 	return ctrl.Result{}, c.Update(ctx, obj)
 }
 
-// setCondition sets a condition with the generation it describes.
-func setCondition(conditions *[]metav1.Condition, c metav1.Condition, generation int64) {
-	c.ObservedGeneration = generation
-	meta.SetStatusCondition(conditions, c)
+// requeue looks again now and then at a state that only an operator can end, since no event
+// may come when one does.
+func requeue(conditions ...metav1.Condition) ctrl.Result {
+	for _, c := range conditions {
+		if c.Status != metav1.ConditionTrue && cfv1alpha1.NeedsOperator(c.Reason) {
+			return ctrl.Result{RequeueAfter: operatorRecheck}
+		}
+	}
+	return ctrl.Result{}
+}
+
+func notReady(reason, format string, args ...any) metav1.Condition {
+	return metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionFalse,
+		Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// sameName maps an anchor to the org or space of the same name in the same namespace.
+func sameName(_ context.Context, o client.Object) []ctrl.Request {
+	return []ctrl.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 }

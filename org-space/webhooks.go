@@ -3,7 +3,7 @@ package orgspace
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -14,8 +14,10 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cforg,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cforgs,verbs=create;update,versions=v1alpha1,name=vcforg.workloads.cloudfoundry.org,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfspace,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=create;update,versions=v1alpha1,name=vcfspace.workloads.cloudfoundry.org,admissionReviewVersions=v1
+// The webhooks see a creation, and an update only when it renames: an update of anything else
+// (an administrator removing a finalizer while the manager is down) does not wait for them.
+// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cforg,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cforgs,verbs=create;update,versions=v1alpha1,name=vcforg.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"matchConditions":[{"name":"renames","expression":"request.operation == 'CREATE' || object.spec.displayName != oldObject.spec.displayName"}]}`
+// +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfspace,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=create;update,versions=v1alpha1,name=vcfspace.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"matchConditions":[{"name":"renames","expression":"request.operation == 'CREATE' || object.spec.displayName != oldObject.spec.displayName"}]}`
 
 // The messages of the Cloud Foundry API for taken names.
 const (
@@ -45,11 +47,15 @@ type OrgValidator struct {
 
 var _ admission.Validator[*cfv1alpha1.CFOrg] = (*OrgValidator)(nil)
 
-// ValidateCreate rejects an org outside the root namespace or with a taken display name.
+// ValidateCreate rejects an org outside the root namespace, with a name that cannot name its
+// namespace, or with a taken display name.
 func (v *OrgValidator) ValidateCreate(ctx context.Context, org *cfv1alpha1.CFOrg) (admission.Warnings, error) {
 	if org.Namespace != v.root {
 		return nil, invalid("CFOrg", org.Name, field.Invalid(field.NewPath("metadata", "namespace"), org.Namespace,
 			fmt.Sprintf("orgs are created in the root namespace %q", v.root)))
+	}
+	if err := validGUID("CFOrg", org.Name); err != nil {
+		return nil, err
 	}
 	return nil, v.checkName(ctx, org)
 }
@@ -72,7 +78,7 @@ func (v *OrgValidator) checkName(ctx context.Context, org *cfv1alpha1.CFOrg) err
 	if err := v.reader.List(ctx, orgs, client.InNamespace(v.root)); err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if taken(orgs.Items, org) {
+	if taken(orgs.Items, org.Name, org.Spec.DisplayName) {
 		return invalid("CFOrg", org.Name, field.Invalid(displayNamePath, org.Spec.DisplayName,
 			fmt.Sprintf(orgNameTaken, org.Spec.DisplayName)))
 	}
@@ -97,6 +103,9 @@ func (v *SpaceValidator) ValidateCreate(ctx context.Context, space *cfv1alpha1.C
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	if err := validGUID("CFSpace", space.Name); err != nil {
+		return nil, err
+	}
 	return nil, v.checkName(ctx, space)
 }
 
@@ -118,25 +127,27 @@ func (v *SpaceValidator) checkName(ctx context.Context, space *cfv1alpha1.CFSpac
 	if err := v.reader.List(ctx, spaces, client.InNamespace(space.Namespace)); err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if taken(spaces.Items, space) {
+	if taken(spaces.Items, space.Name, space.Spec.DisplayName) {
 		return invalid("CFSpace", space.Name, field.Invalid(displayNamePath, space.Spec.DisplayName, spaceNameTaken))
 	}
 	return nil
 }
 
-// taken says whether another live object has the display name, case-insensitively.
+// taken says whether another live object owns the display name.
 func taken[T any, P interface {
 	*T
-	displayNamed
-}](items []T, obj P) bool {
-	for i := range items {
-		other := P(&items[i])
-		if other.GetName() != obj.GetName() && other.GetDeletionTimestamp().IsZero() &&
-			strings.EqualFold(other.GetDisplayName(), obj.GetDisplayName()) {
-			return true
-		}
+	cfv1alpha1.DisplayNamed
+}](items []T, name, displayName string) bool {
+	others := slices.DeleteFunc(slices.Clone(items), func(item T) bool { return P(&item).GetName() == name })
+	return cfv1alpha1.DisplayNameOwner[T, P](others, displayName) != nil
+}
+
+// validGUID rejects a GUID that cannot name what cf-hnc makes from the object.
+func validGUID(kind, name string) error {
+	if message := cfv1alpha1.ValidateGUID(name); message != "" {
+		return invalid(kind, name, field.Invalid(field.NewPath("metadata", "name"), name, message))
 	}
-	return false
+	return nil
 }
 
 func invalid(kind, name string, errs ...*field.Error) error {

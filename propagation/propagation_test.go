@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/testenv"
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 )
 
 var _ = Describe("Build configuration placed once per org", func() {
@@ -33,7 +34,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 
 		for _, space := range []string{before, after} {
 			Eventually(buildConfig(ctx, org, space)).Should(And(
-				HaveField("DropletRepositoryPrefix", "registry.local/"+org),
+				HaveField("DropletRepositoryPrefix", "registry.local/"+org+"/"+space),
 				HaveField("RegistryCredentials", ConsistOf(cfv1alpha1.RegistryCredential{
 					Registry: "registry.local", Secret: cfv1alpha1.PlacedObject{Name: "registry", From: org}})),
 				HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "build", From: org})),
@@ -72,12 +73,13 @@ var _ = Describe("Build configuration placed once per org", func() {
 		overridden, other := createSpace(ctx, org), createSpace(ctx, org)
 		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
 		placeServiceAccount(ctx, org, "build")
-		placeRegistry(ctx, overridden, "space-registry", "registry.local", "registry.local/"+overridden)
+		narrowed := "registry.local/" + org + "/" + overridden + "/own"
+		placeRegistry(ctx, overridden, "space-registry", "registry.local", narrowed)
 
 		Eventually(buildReady(ctx, org, overridden)).Should(HaveField("Reason", cfv1alpha1.CredentialsNotOnServiceAccountReason))
 		placeServiceAccount(ctx, overridden, "space-build")
 		Eventually(buildConfig(ctx, org, overridden)).Should(And(
-			HaveField("DropletRepositoryPrefix", "registry.local/"+overridden),
+			HaveField("DropletRepositoryPrefix", narrowed),
 			HaveField("RegistryCredentials", ConsistOf(HaveField("Secret", cfv1alpha1.PlacedObject{Name: "space-registry", From: overridden}))),
 			HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "space-build", From: overridden})),
 		))
@@ -85,7 +87,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: overridden, Name: "space-build"}, sa)).To(Succeed())
 		Expect(sa.Secrets).To(ConsistOf(corev1.ObjectReference{Name: "space-registry"}))
 
-		Expect(buildConfig(ctx, org, other)()).To(HaveField("DropletRepositoryPrefix", "registry.local/"+org))
+		Expect(buildConfig(ctx, org, other)()).To(HaveField("DropletRepositoryPrefix", "registry.local/"+org+"/"+other))
 		Expect(buildConfig(ctx, org, other)()).To(HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "build", From: org})))
 	})
 
@@ -157,26 +159,104 @@ var _ = Describe("Build configuration placed once per org", func() {
 		}).ShouldNot(HaveKey("propagate.hnc.x-k8s.io/all"))
 	})
 
-	It("propagates a labelled Builder, and stops when the label goes, leaving an operator's own annotation alone", func(ctx SpecContext) {
+	It("does not copy a labelled Builder into spaces, but makes one ClusterBuilder of it for them, gone with the label", func(ctx SpecContext) {
 		space := createSpace(ctx, org)
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		placeServiceAccount(ctx, org, "build")
 		builder := &kpackv1alpha2.Builder{
 			ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "org-builder", Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
-			Spec:       kpackv1alpha2.NamespacedBuilderSpec{BuilderSpec: kpackv1alpha2.BuilderSpec{Tag: "registry.local/builders/org"}},
+			Spec: kpackv1alpha2.NamespacedBuilderSpec{
+				BuilderSpec:        kpackv1alpha2.BuilderSpec{Tag: "registry.local/" + org + "/builders/org:v1"},
+				ServiceAccountName: "build",
+			},
 		}
 		Expect(k8s.Create(ctx, builder)).To(Succeed())
-		copied := client.ObjectKey{Namespace: space, Name: builder.Name}
-		Eventually(func() error { return k8s.Get(ctx, copied, &kpackv1alpha2.Builder{}) }).Should(Succeed())
+
+		clusterBuilder := &kpackv1alpha2.ClusterBuilder{ObjectMeta: metav1.ObjectMeta{Name: org + ".org-builder"}}
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }).Should(Succeed())
+		Expect(clusterBuilder.Spec.ServiceAccountRef).To(Equal(corev1.ObjectReference{Namespace: org, Name: "build"}))
+		Expect(clusterBuilder.Spec.Tag).To(Equal("registry.local/"+org+"/builders/org"), "kpack tags it clusterbuilder-<name>")
+		// Without kpack nothing makes the ClusterBuilder Ready: the space says so.
+		Eventually(buildReady(ctx, org, space)).Should(And(
+			HaveField("Reason", cfv1alpha1.BuilderNotReadyReason),
+			HaveField("Message", ContainSubstring("Builder org-builder (from %s) is not ready: ClusterBuilder %s.org-builder", org, org))))
+		Expect(buildConfig(ctx, org, space)()).To(HaveField("Builder.ClusterBuilder", org+".org-builder"))
+		Consistently(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: builder.Name}, &kpackv1alpha2.Builder{})
+		}, "2s").Should(WithTransform(apierrors.IsNotFound, BeTrue()))
 
 		testenv.Update(ctx, k8s, builder, func() { delete(builder.Labels, cfv1alpha1.BuildConfigLabel) })
-		Eventually(func() error { return k8s.Get(ctx, copied, &kpackv1alpha2.Builder{}) }).Should(WithTransform(apierrors.IsNotFound, BeTrue()))
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }).
+			Should(WithTransform(apierrors.IsNotFound, BeTrue()))
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
+	})
 
-		By("an unlabelled Builder that the operator marks for propagation by hand")
-		testenv.Update(ctx, k8s, builder, func() { builder.Annotations = map[string]string{"propagate.hnc.x-k8s.io/all": "true"} })
-		Eventually(func() error { return k8s.Get(ctx, copied, &kpackv1alpha2.Builder{}) }).Should(Succeed())
-		Consistently(func() map[string]string {
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(builder), builder)).To(Succeed())
-			return builder.Annotations
-		}, "2s").Should(HaveKeyWithValue("propagate.hnc.x-k8s.io/all", "true"))
+	It("keeps the operator's own pull secrets on a build ServiceAccount beside the credentials it lists", func(ctx SpecContext) {
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		Expect(k8s.Create(ctx, &corev1.ServiceAccount{
+			ObjectMeta:       metav1.ObjectMeta{Namespace: org, Name: "build", Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "operators-mirror"}},
+		})).To(Succeed())
+		sa := &corev1.ServiceAccount{}
+		pullSecrets := func() []corev1.LocalObjectReference {
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: "build"}, sa)).To(Succeed())
+			return sa.ImagePullSecrets
+		}
+		Eventually(pullSecrets).Should(Equal([]corev1.LocalObjectReference{{Name: "operators-mirror"}, {Name: "registry"}}))
+
+		By("a credential that stops winning goes; the operator's entry stays")
+		placeRegistry(ctx, org, "another", "other.local", "")
+		Eventually(pullSecrets).Should(Equal([]corev1.LocalObjectReference{{Name: "operators-mirror"}, {Name: "another"}, {Name: "registry"}}))
+		Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "another"}})).To(Succeed())
+		Eventually(pullSecrets).Should(Equal([]corev1.LocalObjectReference{{Name: "operators-mirror"}, {Name: "registry"}}))
+
+		By("without the label, cf-hnc's entries go and the operator's stay")
+		testenv.Update(ctx, k8s, sa, func() { delete(sa.Labels, cfv1alpha1.BuildConfigLabel) })
+		Eventually(pullSecrets).Should(Equal([]corev1.LocalObjectReference{{Name: "operators-mirror"}}))
+	})
+
+	It("says which object of a space stops HNC propagating the org's, and does not retry it in a loop", func(ctx SpecContext) {
+		squatted, other := createSpace(ctx, org), createSpace(ctx, org)
+		Expect(k8s.Create(ctx, registrySecret(squatted, "cf-registry-org", "registry.local", ""))).To(Succeed())
+		secret := placeRegistry(ctx, org, "cf-registry-org", "registry.local", "registry.local/"+org)
+
+		Eventually(buildReady(ctx, org, squatted)).Should(And(
+			HaveField("Reason", cfv1alpha1.BuildConfigNameConflictReason),
+			HaveField("Message", ContainSubstring("Secret cf-registry-org in %s has the name of the Secret placed in %s", squatted, org))))
+		Eventually(buildReady(ctx, org, other)).Should(And(
+			HaveField("Reason", cfv1alpha1.PropagationBlockedReason),
+			HaveField("Message", ContainSubstring("HNC refuses to propagate Secret cf-registry-org from %s", org)),
+			HaveField("Message", ContainSubstring(squatted))))
+		Eventually(func() map[string]string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+			return secret.Annotations
+		}).Should(HaveKeyWithValue(buildconfig.PropagationBlockedAnnotation, HavePrefix("would overwrite objects in the following descendant namespace(s): "+squatted)))
+		Consistently(func() string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+			return secret.ResourceVersion
+		}, "3s").Should(Equal(secret.ResourceVersion), "nothing is written again while HNC refuses")
+	})
+
+	It("reports an operator's conflicting HNC annotation instead of retrying it", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		secret := registrySecret(org, "registry", "registry.local", "registry.local/"+org)
+		secret.Annotations["propagate.hnc.x-k8s.io/none"] = "true"
+		Expect(k8s.Create(ctx, secret)).To(Succeed())
+		Eventually(buildReady(ctx, org, space)).Should(And(
+			HaveField("Reason", cfv1alpha1.PropagationBlockedReason),
+			HaveField("Message", ContainSubstring("cannot have more than one selector"))))
+	})
+
+	It("refuses a space's droplet repository that does not narrow the one its org places", func(ctx SpecContext) {
+		space, otherOrg := createSpace(ctx, org), createOrg(ctx)
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		placeServiceAccount(ctx, org, "build")
+		placeRegistry(ctx, space, "space-registry", "registry.local", "registry.local/"+otherOrg)
+		placeServiceAccount(ctx, space, "space-build")
+		Eventually(buildReady(ctx, org, space)).Should(And(
+			HaveField("Reason", cfv1alpha1.InvalidDropletRepositoryReason),
+			HaveField("Message", ContainSubstring(`droplet repository "registry.local/%s" is not within "registry.local/%s/%s"`, otherOrg, org, space))))
+		Expect(buildConfig(ctx, org, space)()).To(HaveField("DropletRepositoryPrefix", BeEmpty()))
 	})
 
 	It("never lets one org's credentials reach another org", func(ctx SpecContext) {
@@ -184,8 +264,8 @@ var _ = Describe("Build configuration placed once per org", func() {
 		mine, theirs := createSpace(ctx, org), createSpace(ctx, otherOrg)
 		placeRegistry(ctx, org, "org-a-registry", "registry.local", "registry.local/"+org)
 		placeRegistry(ctx, otherOrg, "org-b-registry", "registry.local", "registry.local/"+otherOrg)
-		Eventually(buildConfig(ctx, org, mine)).Should(HaveField("DropletRepositoryPrefix", "registry.local/"+org))
-		Eventually(buildConfig(ctx, otherOrg, theirs)).Should(HaveField("DropletRepositoryPrefix", "registry.local/"+otherOrg))
+		Eventually(buildConfig(ctx, org, mine)).Should(HaveField("DropletRepositoryPrefix", "registry.local/"+org+"/"+mine))
+		Eventually(buildConfig(ctx, otherOrg, theirs)).Should(HaveField("DropletRepositoryPrefix", "registry.local/"+otherOrg+"/"+theirs))
 
 		secrets := &corev1.SecretList{}
 		Expect(k8s.List(ctx, secrets, client.InNamespace(theirs))).To(Succeed())

@@ -1,22 +1,38 @@
+// Package propagation gets the build configuration that an operator placed once (in the root
+// or an org namespace) into every space below, through HNC.
+//
+// An operator labels registry credential Secrets and the build ServiceAccount with
+// workloads.cloudfoundry.org/build-config=true. The Reconciler marks those in the root and org
+// namespaces for HNC, which runs in AllowPropagate mode for these kinds (config/hnc) and copies
+// them into every space, and keeps every labelled ServiceAccount listing the credentials that
+// win in its namespace. It marks nothing in a space, which has nothing below it. Default
+// Builders are not propagated: the builders package makes one ClusterBuilder of each.
 package propagation
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"time"
 
-	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
 )
 
 // fieldOwner is the server-side apply field manager of what the Reconciler writes. Applying
@@ -28,38 +44,46 @@ const fieldOwner = client.FieldOwner("cf-hnc-propagation")
 // descendant when its kind is in AllowPropagate mode.
 const propagateToAll = hncv1alpha2.AnnotationAllSelector
 
-// Reconciler marks build-config objects for HNC propagation and keeps build-config
+// managedPullSecretsAnnotation lists the imagePullSecrets entries of a build ServiceAccount
+// that cf-hnc added. imagePullSecrets is an atomic list: cf-hnc states it whole, and keeps
+// every entry it did not add itself.
+const managedPullSecretsAnnotation = "workloads.cloudfoundry.org/managed-image-pull-secrets"
+
+// blockedRecheck is how often an object that HNC refuses to propagate is tried again: what
+// blocks it (an object of the same name in a space) is not cached and cannot be watched.
+const blockedRecheck = time.Minute
+
+// Reconciler marks build-config objects of one kind for HNC propagation and keeps build-config
 // ServiceAccounts listing the credential Secrets that win in their namespace.
 type Reconciler struct {
 	client    client.Client
 	uncached  client.Reader
-	newObject func() client.Object
+	recorder  events.EventRecorder
+	root      string
 	kind      schema.GroupVersionKind
+	newObject func() client.Object
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=kpack.io,resources=builders,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=buildconfigs,verbs=manage
 
-// SetupWithManager registers one reconciler for each propagated kind: Secrets, ServiceAccounts
-// and kpack Builders. The manager's cache holds only build-config Secrets and ServiceAccounts;
+// SetupWithManager registers one reconciler for each kind that HNC propagates: Secrets and
+// ServiceAccounts. The manager's cache holds only build-config Secrets and ServiceAccounts;
 // uncached reads those that have just lost the label.
-func SetupWithManager(mgr ctrl.Manager) error {
-	kinds := []struct {
-		name      string
-		newObject func() client.Object
-	}{
-		{"secret", func() client.Object { return &corev1.Secret{} }},
-		{"serviceaccount", func() client.Object { return &corev1.ServiceAccount{} }},
-		{"builder", func() client.Object { return &kpackv1alpha2.Builder{} }},
-	}
-	for _, k := range kinds {
-		gvk, err := mgr.GetClient().GroupVersionKindFor(k.newObject())
+func SetupWithManager(mgr ctrl.Manager, root string) error {
+	for _, newObject := range []func() client.Object{
+		func() client.Object { return &corev1.Secret{} },
+		func() client.Object { return &corev1.ServiceAccount{} },
+	} {
+		gvk, err := mgr.GetClient().GroupVersionKindFor(newObject())
 		if err != nil {
 			return err
 		}
-		r := &Reconciler{client: mgr.GetClient(), uncached: mgr.GetAPIReader(), newObject: k.newObject, kind: gvk}
-		b := ctrl.NewControllerManagedBy(mgr).Named("propagation-" + k.name).For(k.newObject())
-		if k.name == "serviceaccount" {
+		r := &Reconciler{client: mgr.GetClient(), uncached: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder("cf-hnc-propagation"),
+			root: root, kind: gvk, newObject: newObject}
+		b := ctrl.NewControllerManagedBy(mgr).Named("propagation-" + strings.ToLower(gvk.Kind)).For(newObject())
+		if gvk.Kind == "ServiceAccount" {
 			// The winning credentials of a namespace change with its Secrets.
 			b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serviceAccountsInNamespace))
 		}
@@ -79,82 +103,122 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if _, copied := obj.GetLabels()[hncv1alpha2.LabelInheritedFrom]; copied {
 		return reconcile.Result{}, nil
 	}
-	if !BuildConfigSelector.Matches(labels.Set(obj.GetLabels())) {
-		return reconcile.Result{}, r.release(ctx, obj)
+	ns := &corev1.Namespace{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	intent := r.intent(obj)
 	var credentials []string
-	sa, isServiceAccount := obj.(*corev1.ServiceAccount)
-	if isServiceAccount {
-		if credentials, err = r.winningCredentials(ctx, obj.GetNamespace()); err != nil {
+	if _, ok := obj.(*corev1.ServiceAccount); ok && isBuildConfig(obj) {
+		if credentials, err = r.winningCredentials(ctx, ns); err != nil {
 			return reconcile.Result{}, err
 		}
-		setServiceAccountSecrets(intent, credentials)
 	}
-	if obj.GetAnnotations()[propagateToAll] == "true" && (!isServiceAccount || listsCredentials(sa, credentials)) {
+	want := r.plan(obj, ns, credentials, "")
+	if !r.needsApply(obj, want) {
 		return reconcile.Result{}, nil
 	}
-	log.FromContext(ctx).Info("marking for propagation", "credentials", credentials)
-	return reconcile.Result{}, r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(intent), fieldOwner, client.ForceOwnership)
+	err = r.apply(ctx, want)
+	refusal := hncRefusal(err)
+	if refusal == "" {
+		return reconcile.Result{}, err
+	}
+	// HNC will not propagate the object as it stands: say so on the object, where the spaces
+	// that miss it read it, and look again later instead of retrying in a loop.
+	blocked := r.plan(obj, ns, credentials, refusal)
+	if !r.needsApply(obj, blocked) {
+		return reconcile.Result{RequeueAfter: blockedRecheck}, nil
+	}
+	r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, cfv1alpha1.PropagationBlockedReason, "Propagate",
+		"HNC refuses to propagate %s %s: %s", r.kind.Kind, obj.GetName(), refusal)
+	return reconcile.Result{RequeueAfter: blockedRecheck}, r.apply(ctx, blocked)
 }
 
-// get returns the object from the cache or, when the cache does not hold it (the cache holds
-// only labelled Secrets and ServiceAccounts), its metadata from the API server; nil if it is
-// gone.
-func (r *Reconciler) get(ctx context.Context, key client.ObjectKey) (client.Object, error) {
-	obj := r.newObject()
-	err := r.client.Get(ctx, key, obj)
-	if !apierrors.IsNotFound(err) {
-		return obj, err
-	}
-	metadata := &metav1.PartialObjectMetadata{}
-	metadata.SetGroupVersionKind(r.kind)
-	if err := r.uncached.Get(ctx, key, metadata); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return metadata, nil
+// intent is what cf-hnc wants on an object: what it marks and, on a build ServiceAccount, the
+// credentials listed. It is applied whole: what an earlier intent set and this one leaves out
+// is withdrawn.
+type intent struct {
+	obj              *unstructured.Unstructured
+	annotations      map[string]string
+	secrets          []string
+	imagePullSecrets []string
 }
 
-// release withdraws what cf-hnc set on an object that lost its label, if it set anything: HNC
-// then deletes the copies. An operator's own propagation annotation stays.
-func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
-	if !slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool {
-		return f.Manager == string(fieldOwner) && f.Operation == metav1.ManagedFieldsOperationApply
-	}) {
-		return nil
+// plan computes the intent for an object: a build-config Secret or ServiceAccount in the root
+// or an org namespace is marked for propagation to every space below, unless HNC refused it
+// (blocked); a build ServiceAccount lists the winning credentials, beside the operator's own
+// pull secrets; anything else gets nothing.
+func (r *Reconciler) plan(obj client.Object, ns *corev1.Namespace, credentials []string, blocked string) intent {
+	want := intent{obj: &unstructured.Unstructured{}, annotations: map[string]string{}}
+	want.obj.SetGroupVersionKind(r.kind)
+	want.obj.SetNamespace(obj.GetNamespace())
+	want.obj.SetName(obj.GetName())
+	sa, isServiceAccount := obj.(*corev1.ServiceAccount)
+	if isServiceAccount {
+		// Also without the label: the operator's own pull secrets stay when cf-hnc's go.
+		want.imagePullSecrets = withOperatorsPullSecrets(sa, credentials)
 	}
-	log.FromContext(ctx).Info("no longer a build-config object; withdrawing propagation")
-	return client.IgnoreNotFound(r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(r.intent(obj)), fieldOwner, client.ForceOwnership))
+	if !isBuildConfig(obj) {
+		return want
+	}
+	if r.hasSpacesBelow(ns) {
+		if blocked != "" {
+			want.annotations[buildconfig.PropagationBlockedAnnotation] = blocked
+		} else {
+			want.annotations[propagateToAll] = "true"
+		}
+	}
+	if isServiceAccount {
+		want.secrets = credentials
+		want.annotations[managedPullSecretsAnnotation] = strings.Join(credentials, ",")
+	}
+	return want
 }
 
-// intent is what cf-hnc wants on a build-config object: HNC propagates it. On an object that
-// is no build-config object any more, it wants nothing.
-func (r *Reconciler) intent(obj client.Object) *unstructured.Unstructured {
-	intent := &unstructured.Unstructured{}
-	intent.SetGroupVersionKind(r.kind)
-	intent.SetNamespace(obj.GetNamespace())
-	intent.SetName(obj.GetName())
-	if BuildConfigSelector.Matches(labels.Set(obj.GetLabels())) {
-		intent.SetAnnotations(map[string]string{propagateToAll: "true"})
-	}
-	return intent
+// hasSpacesBelow says whether a namespace is the root or an org's: the namespaces whose
+// build configuration HNC propagates. A space has nothing below it.
+func (r *Reconciler) hasSpacesBelow(ns *corev1.Namespace) bool {
+	_, isOrg := ns.Labels[cfv1alpha1.OrgGUIDLabel]
+	_, isSpace := ns.Labels[cfv1alpha1.SpaceGUIDLabel]
+	return ns.Name == r.root || (isOrg && !isSpace)
 }
 
-// setServiceAccountSecrets makes a ServiceAccount list the credential Secrets, as secrets for
-// kpack and as imagePullSecrets for pulling the builder image.
-func setServiceAccountSecrets(intent *unstructured.Unstructured, credentials []string) {
-	secrets := make([]any, len(credentials))
-	for i, name := range credentials {
-		secrets[i] = map[string]any{"name": name}
+// withOperatorsPullSecrets is a build ServiceAccount's imagePullSecrets: the operator's own
+// entries, as they are, then the winning credentials. Entries that cf-hnc added before (its
+// annotation names them) and that no longer win are dropped.
+func withOperatorsPullSecrets(sa *corev1.ServiceAccount, credentials []string) []string {
+	added := strings.Split(sa.Annotations[managedPullSecretsAnnotation], ",")
+	var list []string
+	for _, ref := range sa.ImagePullSecrets {
+		if !slices.Contains(added, ref.Name) && !slices.Contains(list, ref.Name) {
+			list = append(list, ref.Name)
+		}
 	}
-	intent.Object["secrets"] = secrets
-	intent.Object["imagePullSecrets"] = slices.Clone(secrets)
+	for _, name := range credentials {
+		if !slices.Contains(list, name) {
+			list = append(list, name)
+		}
+	}
+	return list
 }
 
-// listsCredentials says whether a ServiceAccount lists exactly the credentials. imagePullSecrets
-// is an atomic list that only cf-hnc sets on a build-config ServiceAccount, so after cf-hnc's
-// last apply it equals what cf-hnc stated; secrets may hold the operator's entries too.
-func listsCredentials(sa *corev1.ServiceAccount, credentials []string) bool {
+// needsApply says whether the object differs from the intent in anything the intent states, or
+// holds something that cf-hnc set before and no longer wants (known from the managed fields).
+func (r *Reconciler) needsApply(obj client.Object, want intent) bool {
+	annotations := obj.GetAnnotations()
+	for key, value := range want.annotations {
+		if annotations[key] != value {
+			return true
+		}
+	}
+	for _, key := range []string{propagateToAll, buildconfig.PropagationBlockedAnnotation, managedPullSecretsAnnotation} {
+		if _, wanted := want.annotations[key]; !wanted && annotations[key] != "" && r.setBefore(obj) {
+			return true
+		}
+	}
+	sa, ok := obj.(*corev1.ServiceAccount)
+	if !ok {
+		return false
+	}
 	var pull, listed []string
 	for _, ref := range sa.ImagePullSecrets {
 		pull = append(pull, ref.Name)
@@ -162,36 +226,91 @@ func listsCredentials(sa *corev1.ServiceAccount, credentials []string) bool {
 	for _, ref := range sa.Secrets {
 		listed = append(listed, ref.Name)
 	}
-	return slices.Equal(pull, credentials) && isSubset(credentials, listed)
+	return !slices.Equal(pull, want.imagePullSecrets) || !isSubset(want.secrets, listed)
 }
 
-// winningCredentials returns the names of the credential Secrets that win in a namespace, one
-// per registry, in registry order.
-func (r *Reconciler) winningCredentials(ctx context.Context, namespace string) ([]string, error) {
-	in := buildInputs{namespace: &corev1.Namespace{}}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, in.namespace); err != nil {
-		return nil, err
+// setBefore says whether cf-hnc has applied anything to the object.
+func (r *Reconciler) setBefore(obj client.Object) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool {
+		return f.Manager == string(fieldOwner) && f.Operation == metav1.ManagedFieldsOperationApply
+	})
+}
+
+func (r *Reconciler) apply(ctx context.Context, want intent) error {
+	if len(want.annotations) > 0 {
+		want.obj.SetAnnotations(want.annotations)
 	}
-	secrets := &corev1.SecretList{}
-	if err := r.client.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: BuildConfigSelector}); err != nil {
-		return nil, err
+	if len(want.secrets) > 0 {
+		want.obj.Object["secrets"] = references(want.secrets)
 	}
-	in.secrets = secrets.Items
-	var res resolution
-	winners := res.resolveCredentials(in)
-	var names []string
-	for _, host := range sortedKeys(winners) {
-		if !slices.Contains(names, winners[host].name) {
-			names = append(names, winners[host].name)
+	if len(want.imagePullSecrets) > 0 {
+		want.obj.Object["imagePullSecrets"] = references(want.imagePullSecrets)
+	}
+	log.FromContext(ctx).Info("applying the propagation intent", "annotations", want.annotations, "credentials", want.secrets)
+	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.obj), fieldOwner, client.ForceOwnership)
+	return client.IgnoreNotFound(err)
+}
+
+func references(names []string) []any {
+	refs := make([]any, len(names))
+	for i, name := range names {
+		refs[i] = map[string]any{"name": name}
+	}
+	return refs
+}
+
+// hncRefusal returns HNC's reason when its webhook refused to let the object propagate (an
+// object of the same name below it, or conflicting propagation annotations), or "".
+func hncRefusal(err error) string {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return ""
+	}
+	refused := apierrors.IsConflict(err) || apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
+	if !refused || !strings.Contains(status.Status().Message, hncv1alpha2.MetaGroup) {
+		return ""
+	}
+	// Keep HNC's own words: drop the webhook's and the status reason's preambles.
+	message := status.Status().Message
+	if _, after, found := strings.Cut(message, "denied the request: "); found {
+		message = after
+	}
+	if strings.HasPrefix(message, "Operation cannot be fulfilled on ") {
+		if _, after, found := strings.Cut(message, "\": "); found {
+			message = after
 		}
 	}
-	return names, nil
+	return message
+}
+
+// get returns the object from the cache or, when the cache does not hold it (the cache holds
+// only labelled Secrets and ServiceAccounts: this one has just lost its label), from the API
+// server; nil if it is gone.
+func (r *Reconciler) get(ctx context.Context, key client.ObjectKey) (client.Object, error) {
+	obj := r.newObject()
+	err := r.client.Get(ctx, key, obj)
+	if !apierrors.IsNotFound(err) {
+		return obj, err
+	}
+	if err := r.uncached.Get(ctx, key, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return obj, nil
+}
+
+// winningCredentials returns the names of the credential Secrets that win in a namespace.
+func (r *Reconciler) winningCredentials(ctx context.Context, ns *corev1.Namespace) ([]string, error) {
+	secrets := &corev1.SecretList{}
+	if err := r.client.List(ctx, secrets, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: buildconfig.Selector}); err != nil {
+		return nil, fmt.Errorf("listing the credentials of %s: %w", ns.Name, err)
+	}
+	return buildconfig.WinningCredentials(ns, secrets.Items), nil
 }
 
 // serviceAccountsInNamespace maps a Secret to the build-config ServiceAccounts beside it.
 func (r *Reconciler) serviceAccountsInNamespace(ctx context.Context, secret client.Object) []reconcile.Request {
 	sas := &corev1.ServiceAccountList{}
-	if err := r.client.List(ctx, sas, client.InNamespace(secret.GetNamespace()), client.MatchingLabelsSelector{Selector: BuildConfigSelector}); err != nil {
+	if err := r.client.List(ctx, sas, client.InNamespace(secret.GetNamespace()), client.MatchingLabelsSelector{Selector: buildconfig.Selector}); err != nil {
 		return nil
 	}
 	requests := make([]reconcile.Request, 0, len(sas.Items))
@@ -199,6 +318,10 @@ func (r *Reconciler) serviceAccountsInNamespace(ctx context.Context, secret clie
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sa)})
 	}
 	return requests
+}
+
+func isBuildConfig(obj client.Object) bool {
+	return buildconfig.Selector.Matches(labels.Set(obj.GetLabels()))
 }
 
 func isSubset(want, have []string) bool {

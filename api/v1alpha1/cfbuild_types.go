@@ -85,6 +85,9 @@ type CFBuild struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec cannot change: a build stages what it was created with, and a new build stages
+	// anything else.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a CFBuild's spec cannot change once created: create a new CFBuild to stage again"
 	Spec   CFBuildSpec   `json:"spec,omitempty"`
 	Status CFBuildStatus `json:"status,omitempty"`
 }

@@ -34,10 +34,13 @@ type CFSpaceStatus struct {
 	Build *SpaceBuildConfig `json:"build,omitempty"`
 }
 
-// SpaceBuildConfig is the resolved build configuration of a space. Every name is of an object
-// in the space namespace; From names the namespace where the operator placed it.
+// SpaceBuildConfig is the resolved build configuration of a space. Credentials and the
+// ServiceAccount are objects in the space namespace (HNC's copies, or the space's own); From
+// names the namespace where the operator placed them.
 type SpaceBuildConfig struct {
-	// DropletRepositoryPrefix is where droplets of this space are pushed: "<prefix>/<app guid>".
+	// DropletRepositoryPrefix is the space's own repository, where its droplets are pushed as
+	// "<prefix>/<app guid>": the repository placed at the org or the root, followed by the
+	// namespaces below it down to the space, or a narrower one that the space's own Secret sets.
 	// +optional
 	DropletRepositoryPrefix string `json:"dropletRepositoryPrefix,omitempty"`
 
@@ -73,10 +76,16 @@ type RegistryCredential struct {
 	Secret PlacedObject `json:"secret"`
 }
 
-// PlacedBuilder is the resolved default kpack Builder.
+// PlacedBuilder is the resolved default kpack Builder. Name is the Builder in From, the
+// namespace where the operator placed it.
 type PlacedBuilder struct {
 	PlacedObject `json:",inline"`
-	// LatestImage is the builder image the Builder last produced.
+	// ClusterBuilder is the kpack ClusterBuilder that cf-hnc makes from a Builder placed in the
+	// org or the root namespace, once for all the spaces below; builds use it. It is empty for
+	// a Builder placed in the space itself, which builds use directly.
+	// +optional
+	ClusterBuilder string `json:"clusterBuilder,omitempty"`
+	// LatestImage is the builder image that builds use, as kpack last produced it.
 	// +optional
 	LatestImage string `json:"latestImage,omitempty"`
 }

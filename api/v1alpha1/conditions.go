@@ -25,6 +25,9 @@ const (
 	WrongNamespaceReason  = "WrongNamespace"
 	DeletingReason        = "Deleting"
 	OrgNotReadyReason     = "OrgNotReady"
+	// InvalidNameReason: the object's name cannot name what cf-hnc makes from it (a namespace,
+	// a kpack Image). Admission refuses such names; this reports one that got past it.
+	InvalidNameReason = "InvalidName"
 )
 
 // Reasons of the BuildReady condition of spaces. When several things are wrong, the reason is
@@ -32,6 +35,8 @@ const (
 const (
 	BuildConfigCompleteReason            = "BuildConfigComplete"
 	NamespaceNotReadyReason              = "NamespaceNotReady"
+	BuildConfigNameConflictReason        = "BuildConfigNameConflict"
+	PropagationBlockedReason             = "PropagationBlocked"
 	InvalidDockerConfigReason            = "InvalidDockerConfig"
 	RegistryCredentialsMissingReason     = "RegistryCredentialsMissing"
 	DropletRepositoryMissingReason       = "DropletRepositoryMissing"
@@ -42,6 +47,7 @@ const (
 	CredentialsNotOnServiceAccountReason = "CredentialsNotOnServiceAccount"
 	BuilderMissingReason                 = "BuilderMissing"
 	BuilderNotReadyReason                = "BuilderNotReady"
+	PropagationPendingReason             = "PropagationPending"
 )
 
 // Reasons of the Staging and Succeeded conditions of CFBuilds. A waiting build is neither
@@ -65,4 +71,10 @@ const (
 	RebuildFailedReason   = "RebuildFailed"
 	UpgradeHeldReason     = "UpgradeHeld"
 	DropletUpgradedReason = "DropletUpgraded"
+)
+
+// Reasons of events that no condition carries.
+const (
+	// RebuildStartedReason: kpack started a rebuild of an app, and cf-hnc made its CFBuild.
+	RebuildStartedReason = "RebuildStarted"
 )

@@ -30,6 +30,9 @@ const (
 	// DedicatedBuilderLabel is on the kpack Builders that cf-hnc makes for lifecycles that name
 	// their own buildpacks or stack.
 	DedicatedBuilderLabel = "workloads.cloudfoundry.org/dedicated-builder"
+	// DefaultBuilderLabel is on the kpack ClusterBuilders that cf-hnc makes from the default
+	// Builders placed in the root or an org namespace.
+	DefaultBuilderLabel = "workloads.cloudfoundry.org/default-builder"
 	// RebuildOfLabel is on a CFBuild that cf-hnc made for a build kpack started on its own: the
 	// name of the CFBuild whose droplet was rebuilt (the first build of the lineage).
 	RebuildOfLabel = "workloads.cloudfoundry.org/rebuild-of"

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"code.cloudfoundry.org/cf-hnc/internal/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
 func main() {
@@ -45,23 +45,26 @@ func runLocal(ctx context.Context, manager string) error {
 		return err
 	}
 	defer cp.Stop()
-	host, password := cp.Kpack().Registry.Host(), cp.Kpack().OperatorPassword
+	host, password := cp.Kpack().Registry.Host(), cp.Kpack().TenantPassword
 	fmt.Printf(`
 cf-hnc is ready. Logs: %s
 
-  export KUBECONFIG=%s
+  export KUBECONFIG=%s PATH=$PWD/bin:$PATH REGISTRY=%s PASSWORD=%s
   kubectl hns tree cf                       # the HNC view of orgs and spaces
-  bin/kubectl-cf create-org acme
-  bin/kubectl-cf create-space acme dev
-  bin/kubectl-cf set-registry acme --server %s --username %s --password %s \
-      --droplet-repository %s/%s/acme     # once per org: credentials and droplet repository
-  bin/kubectl-cf tree                       # orgs, spaces and whether each can build
+  kubectl cf create-org acme
+  kubectl cf create-space acme dev
+  echo "$PASSWORD" | kubectl cf set-registry acme --server $REGISTRY --username %s/acme \
+      --password-stdin --droplet-repository $REGISTRY/%s/acme   # once per org
+  kubectl cf tree                           # orgs, spaces and whether each can build
 
-The registry at %s holds a stack (ClusterStack %q), a lifecycle and buildpacks (ClusterStore %q);
-the default Builder %q is placed once in the root namespace %q.
+The registry at $REGISTRY holds a stack (ClusterStack %q), a lifecycle and buildpacks
+(ClusterStore %q). The default Builder %q is placed once in the root namespace %q; cf-hnc
+builds every space with a ClusterBuilder made from it. Each org gets a registry account of its
+own, "%s/<org>", which may push only below "%s/<org>/" (all share the password above).
 Press Ctrl-C to stop; everything started here stops with it.
-`, cp.LogDir(), cp.Kubeconfig, host, controlplane.OperatorUser, password, host, controlplane.OrgsRepository, host, controlplane.Stack, controlplane.Store,
-		controlplane.DefaultBuilder, controlplane.RootNamespace)
+`, cp.LogDir(), cp.Kubeconfig, host, password, controlplane.OrgsRepository, controlplane.OrgsRepository,
+		controlplane.Stack, controlplane.Store, controlplane.DefaultBuilder, controlplane.RootNamespace,
+		controlplane.OrgsRepository, controlplane.OrgsRepository)
 	select {
 	case <-ctx.Done():
 		fmt.Println("\nStopping ...")

@@ -1,38 +1,127 @@
-// Package status reports a reconciled object's status the same way in every reconciler: one
-// patch when something changed, and an event for each condition that changed.
+// Package status is how every cf-hnc reconciler sets conditions and reports status: one
+// setter that stamps the generation a condition describes, and one reporter that, in a
+// deferred step, patches the status when (and only when) the status changed, and records an
+// event for each condition whose status or reason changed. Conditions set on an error path are
+// reported like any other.
 package status
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Report patches obj's status if it differs from original (a copy taken before the reconcile
-// changed it), then records an event for each condition of after whose status or reason
-// differs in before. A merge patch, not an update: the reconciler owns the status, and a
-// stale cache must not turn every status change into a conflict.
-func Report(ctx context.Context, c client.Client, recorder events.EventRecorder, obj, original client.Object, before, after []metav1.Condition) error {
-	if equality.Semantic.DeepEqual(obj, original) {
+// Object is a cf-hnc object with conditions in its status.
+type Object interface {
+	client.Object
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+	SetObservedGeneration(int64)
+}
+
+// Set sets a condition on obj, stamped with the generation it describes.
+func Set(obj Object, c metav1.Condition) {
+	c.ObservedGeneration = obj.GetGeneration()
+	conditions := obj.GetConditions()
+	meta.SetStatusCondition(&conditions, c)
+	obj.SetConditions(conditions)
+}
+
+// Reporter writes the status of reconciled objects.
+type Reporter struct {
+	client   client.Client
+	recorder events.EventRecorder
+}
+
+// NewReporter returns a Reporter that patches through c and records events with recorder.
+func NewReporter(c client.Client, recorder events.EventRecorder) *Reporter {
+	return &Reporter{client: c, recorder: recorder}
+}
+
+// Track takes a snapshot of obj's status and returns the step that reports it: call it,
+// deferred, when the reconcile ends, however it ends.
+func (r *Reporter) Track(obj Object) func(context.Context) error {
+	before, err := statusOf(obj)
+	beforeConditions := obj.GetConditions()
+	return func(ctx context.Context) error {
+		if err != nil {
+			return err
+		}
+		if current(obj) {
+			obj.SetObservedGeneration(obj.GetGeneration())
+		}
+		after, err := statusOf(obj)
+		if err != nil {
+			return err
+		}
+		if equality.Semantic.DeepEqual(before, after) {
+			return nil
+		}
+		if err := r.patch(ctx, obj, before, after); err != nil {
+			return fmt.Errorf("reporting the status: %w", err)
+		}
+		r.recordChanges(obj, beforeConditions)
 		return nil
 	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(original)); err != nil {
+}
+
+// current says whether every condition describes the object's generation: only then does the
+// status as a whole describe it.
+func current(obj Object) bool {
+	for _, c := range obj.GetConditions() {
+		if c.ObservedGeneration != obj.GetGeneration() {
+			return false
+		}
+	}
+	return true
+}
+
+// patch sends a JSON merge patch of the status alone: the reconciler owns the status, so a
+// stale cache must not turn every status change into a conflict, and no other field is sent.
+func (r *Reporter) patch(ctx context.Context, obj Object, before, after any) error {
+	from, err := json.Marshal(map[string]any{"status": before})
+	if err != nil {
 		return err
 	}
-	for _, cond := range after {
-		if old := meta.FindStatusCondition(before, cond.Type); old != nil && old.Status == cond.Status && old.Reason == cond.Reason {
+	to, err := json.Marshal(map[string]any{"status": after})
+	if err != nil {
+		return err
+	}
+	diff, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return err
+	}
+	return r.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, diff))
+}
+
+func (r *Reporter) recordChanges(obj Object, before []metav1.Condition) {
+	for _, c := range obj.GetConditions() {
+		if old := meta.FindStatusCondition(before, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
 		eventType := corev1.EventTypeNormal
-		if cond.Status == metav1.ConditionFalse {
+		if c.Status == metav1.ConditionFalse {
 			eventType = corev1.EventTypeWarning
 		}
-		recorder.Eventf(obj, nil, eventType, cond.Reason, "Reconcile", "%s: %s", cond.Type, cond.Message)
+		r.recorder.Eventf(obj, nil, eventType, c.Reason, "Reconcile", "%s: %s", c.Type, c.Message)
 	}
-	return nil
+}
+
+// statusOf is obj's status as JSON-like data.
+func statusOf(obj Object) (any, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return content["status"], nil
 }

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/internal/testenv"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 )
 
 var _ = Describe("create-org and create-space", func() {

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"code.cloudfoundry.org/cf-hnc/cmd/kubectl-cf/internal/cli"
-	"code.cloudfoundry.org/cf-hnc/internal/testenv"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 )
 
 var (

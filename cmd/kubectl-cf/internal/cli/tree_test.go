@@ -16,7 +16,7 @@ import (
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/cmd/kubectl-cf/internal/cli"
-	"code.cloudfoundry.org/cf-hnc/internal/testenv"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 )
 
 var _ = Describe("tree", func() {

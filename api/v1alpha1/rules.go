@@ -1,0 +1,133 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The Cloud Foundry rules that the webhooks, the reconcilers and kubectl-cf share. Each is
+// written once, here.
+
+// DisplayNamed is an org or a space: an object with a Cloud Foundry display name.
+// +kubebuilder:object:generate=false
+type DisplayNamed interface {
+	client.Object
+	GetDisplayName() string
+}
+
+// SameDisplayName says whether two display names are the same name, compared
+// case-insensitively as Cloud Foundry does.
+func SameDisplayName(a, b string) bool { return strings.EqualFold(a, b) }
+
+// DisplayNameOwner returns the object that owns a display name among items: the oldest live
+// one with that name, ties going to the smaller GUID, so that every reconcile of every object
+// and every client agree. Deleted objects give up their name. It returns nil if none has it.
+func DisplayNameOwner[T any, P interface {
+	*T
+	DisplayNamed
+}](items []T, displayName string) P {
+	var owner P
+	for i := range items {
+		item := P(&items[i])
+		if !item.GetDeletionTimestamp().IsZero() || !SameDisplayName(item.GetDisplayName(), displayName) {
+			continue
+		}
+		if owner == nil || olderThan(item, owner) {
+			owner = item
+		}
+	}
+	return owner
+}
+
+func olderThan(a, b client.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.GetName() < b.GetName()
+}
+
+// NeedsOperator says whether a reason is a state that only a person can end (a name taken, a
+// namespace in the way, an invalid name): waiting longer only hides it, so clients fail fast
+// and reconcilers look again only now and then.
+func NeedsOperator(reason string) bool {
+	return slices.Contains([]string{
+		AnchorConflictReason,
+		AnchorForbiddenReason,
+		DuplicateNameReason,
+		WrongNamespaceReason,
+		InvalidNameReason,
+	}, reason)
+}
+
+// ValidateGUID checks the name (GUID) of a CF object. Orgs and spaces name namespaces, apps
+// name kpack Images (whose names kpack puts in label values), builds name rebuild lineages in
+// label values: every GUID must be a DNS label of at most 63 characters. It returns a message
+// that says what is wrong and what would be accepted, or "".
+func ValidateGUID(name string) string {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Sprintf("not a valid GUID: %s (a CF GUID such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10 is)",
+			strings.Join(errs, "; "))
+	}
+	return ""
+}
+
+// SpaceRepository is where the droplets of a space go: the droplet repository placed at an
+// ancestor of the space (an org or the root), followed by the namespaces below that ancestor
+// down to the space (for a repository placed in the root, "<org GUID>/<space GUID>"; in the
+// org, "<space GUID>"). Every space thus has a repository of its own that no other space
+// shares, whatever its apps are called.
+func SpaceRepository(placed string, below []string) string {
+	return strings.Join(append([]string{strings.TrimSuffix(placed, "/")}, below...), "/")
+}
+
+// WithinRepository says whether repository is parent or lies below it: a space's own droplet
+// repository may only narrow the one its org or the root gives it.
+func WithinRepository(repository, parent string) bool {
+	repository, parent = strings.TrimSuffix(repository, "/"), strings.TrimSuffix(parent, "/")
+	return repository == parent || strings.HasPrefix(repository, parent+"/")
+}
+
+// DropletRepository is the repository of an app's droplets, below its space's repository.
+func DropletRepository(spaceRepository, appGUID string) string {
+	return spaceRepository + "/" + appGUID
+}
+
+// PackageRepository is the repository of an app's uploaded source packages, below its space's
+// repository.
+func PackageRepository(spaceRepository, appGUID string) string {
+	return spaceRepository + "/packages/" + appGUID
+}
+
+// The levels at which `kubectl cf set-registry` places build configuration, as they appear in
+// the names of what it places. The names differ per level because HNC overwrites an object
+// below with the one it propagates there under the same name.
+const (
+	RootLevel  = "root"
+	OrgLevel   = "org"
+	SpaceLevel = "space"
+)
+
+// reservedPrefixes start the names of build configuration that operators place. Only
+// operators may create objects with these names in the CF tree (config/policies): a tenant's
+// object of that name would stop HNC propagating the operator's.
+var reservedPrefixes = []string{"cf-registry-", "cf-build-"}
+
+// RegistrySecretName is the name of the registry credential Secret placed at a level.
+func RegistrySecretName(level string) string { return reservedPrefixes[0] + level }
+
+// BuildServiceAccountName is the name of the build ServiceAccount placed at a level.
+func BuildServiceAccountName(level string) string { return reservedPrefixes[1] + level }
+
+// IsReservedName says whether a name is one that only operators may use in the CF tree.
+func IsReservedName(name string) bool {
+	return slices.ContainsFunc(reservedPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
+
+// OwnedBuildMetadata are the label and annotation keys of a CFBuild that only cf-hnc sets: they
+// make a CFBuild a rebuild, which may move an app past its org's upgrade policy.
+var OwnedBuildMetadata = []string{RebuildOfLabel, KpackBuildLabel, KpackBuildNumberLabel, RebuildReasonAnnotation}

@@ -1,0 +1,374 @@
+package buildconfig
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/dockerconfig"
+)
+
+// inputs is everything the build configuration of one space is resolved from.
+type inputs struct {
+	ancestry ancestry
+	// secrets and serviceAccounts are the build-config objects in the space: its own and the
+	// copies HNC made of those placed above.
+	secrets         []corev1.Secret
+	serviceAccounts []corev1.ServiceAccount
+	// builders are the default Builders placed in the space or above it.
+	builders []builderCandidate
+	// missingSecrets are the Secrets that a build-config ServiceAccount names but that do not
+	// exist in the space.
+	missingSecrets map[string]bool
+	// unpropagated are the build-config objects placed above that have no copy in the space.
+	unpropagated []unpropagated
+}
+
+// builderCandidate is a default Builder placed in the space or above it.
+type builderCandidate struct {
+	builder *kpackv1alpha2.Builder
+	// clusterBuilder is what spaces build with for a Builder placed above them; nil for the
+	// space's own Builder, or while cf-hnc has not made it.
+	clusterBuilder *kpackv1alpha2.ClusterBuilder
+}
+
+// unpropagated is a build-config object placed above a space that HNC has not copied into it.
+type unpropagated struct {
+	kind, name, from string
+	// blocked is HNC's refusal to propagate it, as the propagation reconciler recorded it.
+	blocked string
+	// conflicting says that the space holds an object of its own with that name.
+	conflicting bool
+}
+
+// problem is one reason why a space cannot build.
+type problem struct {
+	reason  string
+	message string
+}
+
+// resolution is the resolved build configuration and what is wrong with it.
+type resolution struct {
+	config   cfv1alpha1.SpaceBuildConfig
+	problems []problem
+}
+
+func (r *resolution) fail(reason, format string, args ...any) {
+	r.problems = append(r.problems, problem{reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// resolve computes a space's build configuration, the nearest level winning, and checks it.
+func resolve(in inputs) resolution {
+	var r resolution
+	r.checkPropagation(in)
+	credentials := r.resolveCredentials(in)
+	repositoryRegistry := r.resolveDropletRepository(in)
+	sa := r.resolveServiceAccount(in)
+	r.resolveBuilder(in)
+
+	space := in.ancestry.namespace
+	if len(credentials) == 0 {
+		r.fail(cfv1alpha1.RegistryCredentialsMissingReason,
+			"no build-config Secret in %s or above holds registry credentials", space)
+	}
+	if repositoryRegistry == "" {
+		return r
+	}
+	cred, ok := credentials[repositoryRegistry]
+	if !ok && len(credentials) > 0 {
+		r.fail(cfv1alpha1.RegistryCredentialsMissingReason,
+			"no build-config Secret in %s or above holds credentials for %s", space, repositoryRegistry)
+		return r
+	}
+	if ok && sa != nil && !slices.ContainsFunc(sa.Secrets, func(ref corev1.ObjectReference) bool { return ref.Name == cred.name }) {
+		r.fail(cfv1alpha1.CredentialsNotOnServiceAccountReason,
+			"ServiceAccount %s (from %s) does not list Secret %s (from %s), which holds the credentials for %s; label a ServiceAccount in %s so that cf-hnc fills it in",
+			sa.Name, r.config.ServiceAccount.From, cred.name, cred.from, repositoryRegistry, cred.from)
+	}
+	return r
+}
+
+// checkPropagation reports what was placed above the space and has not reached it.
+func (r *resolution) checkPropagation(in inputs) {
+	for _, u := range in.unpropagated {
+		switch {
+		case u.conflicting:
+			r.fail(cfv1alpha1.BuildConfigNameConflictReason,
+				"%s %s in %s has the name of the %s placed in %s, so HNC does not propagate that one; an operator must rename or remove this space's %s",
+				u.kind, u.name, in.ancestry.namespace, u.kind, u.from, u.kind)
+		case u.blocked != "":
+			r.fail(cfv1alpha1.PropagationBlockedReason, "HNC refuses to propagate %s %s from %s: %s", u.kind, u.name, u.from, u.blocked)
+		default:
+			r.fail(cfv1alpha1.PropagationPendingReason, "%s %s placed in %s has not reached %s yet", u.kind, u.name, u.from, in.ancestry.namespace)
+		}
+	}
+}
+
+// resolveCredentials validates every build-config Secret and returns the winning Secret per
+// registry host.
+func (r *resolution) resolveCredentials(in inputs) map[string]placed {
+	winners, invalid := winningCredentials(in.ancestry, in.secrets)
+	for _, p := range invalid {
+		r.fail(cfv1alpha1.InvalidDockerConfigReason, "Secret %s (from %s): %v", p.name, p.from, p.err)
+	}
+	for _, host := range sortedKeys(winners) {
+		best := winners[host]
+		if len(best) > 1 {
+			r.fail(cfv1alpha1.AmbiguousBuildConfigReason, "Secrets %s (from %s) both hold credentials for %s",
+				names(best), best[0].from, host)
+		}
+		r.config.RegistryCredentials = append(r.config.RegistryCredentials, cfv1alpha1.RegistryCredential{
+			Registry: host, Secret: cfv1alpha1.PlacedObject{Name: best[0].name, From: best[0].from},
+		})
+	}
+	return firsts(winners)
+}
+
+// invalidSecret is a credential Secret that cannot be used, and why.
+type invalidSecret struct {
+	placed
+	err error
+}
+
+// winningCredentials returns, for each registry host, the nearest credential Secrets that hold
+// credentials for it (more than one when a level has two), and the Secrets that are not usable.
+func winningCredentials(a ancestry, secrets []corev1.Secret) (map[string][]placed, []invalidSecret) {
+	byRegistry := map[string][]placed{}
+	var invalid []invalidSecret
+	for i := range secrets {
+		p := a.place(&secrets[i])
+		creds, err := dockerconfig.Parse(&secrets[i])
+		if err != nil {
+			invalid = append(invalid, invalidSecret{placed: p, err: err})
+			continue
+		}
+		for host := range creds {
+			byRegistry[host] = append(byRegistry[host], p)
+		}
+	}
+	winners := map[string][]placed{}
+	for host, candidates := range byRegistry {
+		winners[host] = nearest(candidates)
+	}
+	return winners, invalid
+}
+
+// WinningCredentials returns the names of the credential Secrets that win in a namespace, one
+// per registry, in registry order: what a build ServiceAccount there must list.
+func WinningCredentials(ns *corev1.Namespace, secrets []corev1.Secret) []string {
+	winners, _ := winningCredentials(ancestryOf(ns), secrets)
+	var list []string
+	for _, host := range sortedKeys(winners) {
+		if name := winners[host][0].name; !slices.Contains(list, name) {
+			list = append(list, name)
+		}
+	}
+	return list
+}
+
+func firsts(m map[string][]placed) map[string]placed {
+	out := make(map[string]placed, len(m))
+	for k, v := range m {
+		out[k] = v[0]
+	}
+	return out
+}
+
+// resolveDropletRepository sets the space's droplet repository and returns its registry host.
+// The repository is placed at an org or the root, and every space gets its own path below it;
+// a space's own Secret may only narrow that path, so that nothing in a space can aim its
+// droplets, pushed with the org's credentials, anywhere else.
+func (r *resolution) resolveDropletRepository(in inputs) string {
+	var placedAbove, placedHere []placed
+	prefixes := map[placed]string{}
+	for i := range in.secrets {
+		prefix, ok := in.secrets[i].Annotations[cfv1alpha1.DropletRepositoryPrefixAnnotation]
+		if !ok {
+			continue
+		}
+		p := in.ancestry.place(&in.secrets[i])
+		prefixes[p] = prefix
+		if p.level == 0 {
+			placedHere = append(placedHere, p)
+		} else {
+			placedAbove = append(placedAbove, p)
+		}
+	}
+	space := in.ancestry.namespace
+	best := nearest(placedAbove)
+	if len(best) == 0 {
+		message := fmt.Sprintf("no build-config Secret in the org or root above %s has the annotation %s",
+			space, cfv1alpha1.DropletRepositoryPrefixAnnotation)
+		if len(placedHere) > 0 {
+			message += fmt.Sprintf("; Secret %s of the space itself may only narrow that repository", placedHere[0].name)
+		}
+		r.fail(cfv1alpha1.DropletRepositoryMissingReason, "%s", message)
+		return ""
+	}
+	if len(best) > 1 {
+		r.fail(cfv1alpha1.AmbiguousBuildConfigReason, "Secrets %s (from %s) both set the droplet repository",
+			names(best), best[0].from)
+	}
+	repository := cfv1alpha1.SpaceRepository(prefixes[best[0]], in.ancestry.below(best[0].from))
+	if own := nearest(placedHere); len(own) > 0 {
+		narrowed := strings.TrimSuffix(prefixes[own[0]], "/")
+		if !cfv1alpha1.WithinRepository(narrowed, repository) {
+			r.fail(cfv1alpha1.InvalidDropletRepositoryReason,
+				"Secret %s (from %s): droplet repository %q is not within %q, the space's repository below the one %s places; a space may only narrow it",
+				own[0].name, space, narrowed, repository, best[0].from)
+			return ""
+		}
+		repository = narrowed
+	}
+	repo, err := name.NewRepository(repository, name.WeakValidation)
+	if err != nil {
+		r.fail(cfv1alpha1.InvalidDropletRepositoryReason, "Secret %s (from %s): droplet repository %q: %v",
+			best[0].name, best[0].from, repository, err)
+		return ""
+	}
+	r.config.DropletRepositoryPrefix = repository
+	return repo.RegistryStr()
+}
+
+// resolveServiceAccount sets the build ServiceAccount and checks the Secrets it names.
+func (r *resolution) resolveServiceAccount(in inputs) *corev1.ServiceAccount {
+	var candidates []placed
+	for i := range in.serviceAccounts {
+		candidates = append(candidates, in.ancestry.place(&in.serviceAccounts[i]))
+	}
+	best := nearest(candidates)
+	if len(best) == 0 {
+		r.fail(cfv1alpha1.ServiceAccountMissingReason,
+			"no ServiceAccount labelled %s in %s or above", cfv1alpha1.BuildConfigLabel, in.ancestry.namespace)
+		return nil
+	}
+	if len(best) > 1 {
+		r.fail(cfv1alpha1.AmbiguousBuildConfigReason, "ServiceAccounts %s (from %s) are both build ServiceAccounts",
+			names(best), best[0].from)
+	}
+	r.config.ServiceAccount = &cfv1alpha1.PlacedObject{Name: best[0].name, From: best[0].from}
+	sa := &in.serviceAccounts[slices.IndexFunc(in.serviceAccounts, func(sa corev1.ServiceAccount) bool {
+		return sa.Name == best[0].name
+	})]
+	var missing []string
+	for _, name := range ReferencedSecrets(sa) {
+		if in.missingSecrets[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		r.fail(cfv1alpha1.ServiceAccountSecretMissingReason, "ServiceAccount %s (from %s) names Secrets that do not exist in %s: %s",
+			sa.Name, best[0].from, in.ancestry.namespace, strings.Join(missing, ", "))
+	}
+	return sa
+}
+
+// resolveBuilder sets the default Builder and checks that what builds use is ready: the space's
+// own Builder, or the ClusterBuilder that cf-hnc makes from one placed above.
+func (r *resolution) resolveBuilder(in inputs) {
+	candidates := make([]placed, len(in.builders))
+	for i, c := range in.builders {
+		candidates[i] = in.ancestry.placeIn(c.builder.Name, c.builder.Namespace)
+	}
+	best := nearest(candidates)
+	if len(best) == 0 {
+		r.fail(cfv1alpha1.BuilderMissingReason,
+			"no kpack Builder labelled %s in %s or above", cfv1alpha1.BuildConfigLabel, in.ancestry.namespace)
+		return
+	}
+	if len(best) > 1 {
+		r.fail(cfv1alpha1.AmbiguousBuildConfigReason, "Builders %s (from %s) are both default Builders",
+			names(best), best[0].from)
+	}
+	chosen := in.builders[slices.IndexFunc(in.builders, func(c builderCandidate) bool {
+		return c.builder.Name == best[0].name && c.builder.Namespace == best[0].from
+	})]
+	placedBuilder := &cfv1alpha1.PlacedBuilder{PlacedObject: cfv1alpha1.PlacedObject{Name: best[0].name, From: best[0].from}}
+	r.config.Builder = placedBuilder
+	if best[0].level == 0 {
+		placedBuilder.LatestImage = chosen.builder.Status.LatestImage
+		if !Ready(&chosen.builder.Status, chosen.builder.Generation) {
+			r.fail(cfv1alpha1.BuilderNotReadyReason, "Builder %s (from %s) is not ready: %s",
+				best[0].name, best[0].from, notReadyReason(&chosen.builder.Status, chosen.builder.Generation))
+		}
+		return
+	}
+	placedBuilder.ClusterBuilder = ClusterBuilderName(best[0].from, best[0].name)
+	cb := chosen.clusterBuilder
+	switch {
+	case cb == nil:
+		r.fail(cfv1alpha1.BuilderNotReadyReason, "Builder %s (from %s) is not ready: cf-hnc has not made ClusterBuilder %s from it yet",
+			best[0].name, best[0].from, placedBuilder.ClusterBuilder)
+	case !Ready(&cb.Status, cb.Generation):
+		r.fail(cfv1alpha1.BuilderNotReadyReason, "Builder %s (from %s) is not ready: ClusterBuilder %s: %s",
+			best[0].name, best[0].from, cb.Name, notReadyReason(&cb.Status, cb.Generation))
+	default:
+		placedBuilder.LatestImage = cb.Status.LatestImage
+	}
+}
+
+// reasonPriority orders BuildReady reasons: the condition's reason is the first that applies.
+// What needs an operator comes first, then what is invalid, then what has yet to arrive.
+var reasonPriority = []string{
+	cfv1alpha1.BuildConfigNameConflictReason,
+	cfv1alpha1.PropagationBlockedReason,
+	cfv1alpha1.InvalidDockerConfigReason,
+	cfv1alpha1.InvalidDropletRepositoryReason,
+	cfv1alpha1.AmbiguousBuildConfigReason,
+	cfv1alpha1.PropagationPendingReason,
+	cfv1alpha1.RegistryCredentialsMissingReason,
+	cfv1alpha1.DropletRepositoryMissingReason,
+	cfv1alpha1.ServiceAccountMissingReason,
+	cfv1alpha1.ServiceAccountSecretMissingReason,
+	cfv1alpha1.CredentialsNotOnServiceAccountReason,
+	cfv1alpha1.BuilderMissingReason,
+	cfv1alpha1.BuilderNotReadyReason,
+}
+
+// condition is the BuildReady condition of a resolution: the most important problem's reason,
+// every problem's message, most important first.
+func (r resolution) condition() metav1.Condition {
+	slices.SortStableFunc(r.problems, func(a, b problem) int {
+		return cmp.Compare(slices.Index(reasonPriority, a.reason), slices.Index(reasonPriority, b.reason))
+	})
+	if len(r.problems) == 0 {
+		return metav1.Condition{Type: cfv1alpha1.BuildReadyCondition, Status: metav1.ConditionTrue,
+			Reason: cfv1alpha1.BuildConfigCompleteReason, Message: "credentials, ServiceAccount, Builder and droplet repository are in place"}
+	}
+	messages := make([]string, len(r.problems))
+	for i, p := range r.problems {
+		messages[i] = p.message
+	}
+	return metav1.Condition{Type: cfv1alpha1.BuildReadyCondition, Status: metav1.ConditionFalse,
+		Reason: r.problems[0].reason, Message: strings.Join(messages, "; ")}
+}
+
+// ReferencedSecrets returns the names of the Secrets a ServiceAccount lists.
+func ReferencedSecrets(sa *corev1.ServiceAccount) []string {
+	var refs []string
+	for _, s := range sa.Secrets {
+		refs = append(refs, s.Name)
+	}
+	for _, s := range sa.ImagePullSecrets {
+		if !slices.Contains(refs, s.Name) {
+			refs = append(refs, s.Name)
+		}
+	}
+	return refs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

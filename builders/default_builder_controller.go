@@ -1,0 +1,150 @@
+package builders
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
+	"code.cloudfoundry.org/cf-hnc/internal/apply"
+)
+
+// placedBuilderAnnotation on a ClusterBuilder names the default Builder it is made from, as
+// "<namespace>/<name>".
+const placedBuilderAnnotation = "workloads.cloudfoundry.org/placed-builder"
+
+// serviceAccountRecheck is how often a ClusterBuilder that waits for its ServiceAccount is
+// looked at again: a ServiceAccount that is not build configuration is not cached or watched.
+const serviceAccountRecheck = 10 * time.Second
+
+// DefaultBuilderReconciler makes one kpack ClusterBuilder of every default Builder placed in the
+// root or an org namespace, and deletes it when the Builder goes or loses its label. Spaces
+// below build with the ClusterBuilder: a stack update then rebuilds one builder image per
+// placed Builder, however many spaces there are.
+type DefaultBuilderReconciler struct {
+	client   client.Client
+	uncached client.Reader
+	root     string
+}
+
+// NewDefaultBuilderReconciler returns a DefaultBuilderReconciler for orgs in the root
+// namespace; uncached reads ServiceAccounts that the cache does not hold.
+func NewDefaultBuilderReconciler(c client.Client, uncached client.Reader, root string) *DefaultBuilderReconciler {
+	return &DefaultBuilderReconciler{client: c, uncached: uncached, root: root}
+}
+
+// +kubebuilder:rbac:groups=kpack.io,resources=clusterbuilders,verbs=get;list;watch;create;patch;delete
+
+// Reconcile makes, updates or deletes the ClusterBuilder of one placed Builder.
+func (r *DefaultBuilderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	current := &kpackv1alpha2.ClusterBuilder{}
+	key := client.ObjectKey{Name: buildconfig.ClusterBuilderName(req.Namespace, req.Name)}
+	if err := r.client.Get(ctx, key, current); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		current = nil
+	}
+	placed, err := r.placedBuilder(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if placed == nil {
+		if current == nil {
+			return ctrl.Result{}, nil
+		}
+		log.FromContext(ctx).Info("deleting the ClusterBuilder of a default Builder that is gone", "clusterBuilder", current.Name)
+		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, current, client.Preconditions{UID: &current.UID}))
+	}
+	// kpack fails a ClusterBuilder whose ServiceAccount is missing and backs off for ever longer:
+	// make it only once the ServiceAccount is there.
+	if ready, err := r.serviceAccountExists(ctx, placed); err != nil || !ready {
+		return ctrl.Result{RequeueAfter: serviceAccountRecheck}, err
+	}
+	_, err = apply.Object(ctx, r.client, current, desiredClusterBuilder(placed), fieldOwner)
+	return ctrl.Result{}, err
+}
+
+// placedBuilder returns the default Builder of a request if it is one: labelled, not a copy,
+// in the root or an org namespace; else nil.
+func (r *DefaultBuilderReconciler) placedBuilder(ctx context.Context, key client.ObjectKey) (*kpackv1alpha2.Builder, error) {
+	builder := &kpackv1alpha2.Builder{}
+	if err := r.client.Get(ctx, key, builder); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	_, copied := builder.Labels[hncv1alpha2.LabelInheritedFrom]
+	if copied || !buildconfig.Selector.Matches(labels.Set(builder.Labels)) || !builder.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: key.Namespace}, ns); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	_, isOrg := ns.Labels[cfv1alpha1.OrgGUIDLabel]
+	_, isSpace := ns.Labels[cfv1alpha1.SpaceGUIDLabel]
+	if ns.Name != r.root && (!isOrg || isSpace) {
+		return nil, nil // a space's own Builder is used as it is
+	}
+	return builder, nil
+}
+
+func (r *DefaultBuilderReconciler) serviceAccountExists(ctx context.Context, builder *kpackv1alpha2.Builder) (bool, error) {
+	sa := &metav1.PartialObjectMetadata{}
+	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+	err := r.uncached.Get(ctx, client.ObjectKey{Namespace: builder.Namespace, Name: builder.Spec.ServiceAccount()}, sa)
+	if apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Info("waiting for the ServiceAccount of a default Builder", "serviceAccount", builder.Spec.ServiceAccount())
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// desiredClusterBuilder is the ClusterBuilder of a placed Builder: its spec, pushed with its
+// ServiceAccount to its repository, where kpack tags it "clusterbuilder-<name>".
+func desiredClusterBuilder(placed *kpackv1alpha2.Builder) *kpackv1alpha2.ClusterBuilder {
+	spec := *placed.Spec.BuilderSpec.DeepCopy()
+	if ref, err := name.ParseReference(spec.Tag); err == nil {
+		spec.Tag = ref.Context().Name()
+	}
+	return &kpackv1alpha2.ClusterBuilder{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        buildconfig.ClusterBuilderName(placed.Namespace, placed.Name),
+			Labels:      map[string]string{cfv1alpha1.DefaultBuilderLabel: "true"},
+			Annotations: map[string]string{placedBuilderAnnotation: placed.Namespace + "/" + placed.Name},
+		},
+		Spec: kpackv1alpha2.ClusterBuilderSpec{
+			BuilderSpec:       spec,
+			ServiceAccountRef: corev1.ObjectReference{Namespace: placed.Namespace, Name: placed.Spec.ServiceAccount()},
+		},
+	}
+}
+
+// SetupWithManager registers the reconciler: it runs for Builders, and for the ClusterBuilders
+// it made, mapped back to the Builder (so that one whose Builder went while the manager was
+// down is deleted when the manager starts).
+func (r *DefaultBuilderReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("default-builder").
+		For(&kpackv1alpha2.Builder{}).
+		Watches(&kpackv1alpha2.ClusterBuilder{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			namespace, builder, ok := strings.Cut(o.GetAnnotations()[placedBuilderAnnotation], "/")
+			if !ok {
+				return nil
+			}
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: builder}}}
+		})).
+		Complete(r)
+}

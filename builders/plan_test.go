@@ -1,0 +1,138 @@
+package builders
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+// readyToStage is a build whose app, package, space and default Builder are all there.
+func readyToStage() stagingInputs {
+	config := space.DeepCopy()
+	config.Builder = &cfv1alpha1.PlacedBuilder{PlacedObject: cfv1alpha1.PlacedObject{Name: "default", From: "cf"}, ClusterBuilder: "cf.default"}
+	return stagingInputs{
+		build: &cfv1alpha1.CFBuild{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: "build-guid", Generation: 1},
+			Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: "app-guid"},
+				PackageRef: corev1.LocalObjectReference{Name: "package-guid"}},
+		},
+		space: &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Name: "space-1"}, Status: cfv1alpha1.CFSpaceStatus{
+			Build:      config,
+			Conditions: []metav1.Condition{{Type: cfv1alpha1.BuildReadyCondition, Status: metav1.ConditionTrue}},
+		}},
+		app:            &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: "app-guid", UID: "app-uid"}},
+		pkg:            &cfv1alpha1.CFPackage{Spec: cfv1alpha1.CFPackageSpec{Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{Image: "registry.local/org-a/space-1/packages/p"}}}},
+		active:         "build-guid",
+		defaultBuilder: defaultBuilder,
+	}
+}
+
+func readyBuilder(b *kpackv1alpha2.Builder) *kpackv1alpha2.Builder {
+	b = b.DeepCopy()
+	b.Generation = 1
+	b.Status.ObservedGeneration = 1
+	b.Status.Conditions = corev1alpha1.Conditions{{Type: corev1alpha1.ConditionReady, Status: corev1.ConditionTrue}}
+	return b
+}
+
+var _ = Describe("planning a build", func() {
+	staging := func(p stagingPlan) metav1.Condition { return p.conditions[0] }
+
+	DescribeTable("waits, with a reason, for what it needs; nothing is applied",
+		func(change func(*stagingInputs), reason, message string) {
+			in := readyToStage()
+			change(&in)
+			p := planStaging(in)
+			Expect(staging(p)).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", reason), HaveField("Message", ContainSubstring(message))))
+			Expect(p.conditions[1]).To(HaveField("Status", metav1.ConditionUnknown), "waiting is not failing")
+			Expect(p.image).To(BeNil())
+		},
+		Entry("its app", func(in *stagingInputs) { in.app = nil }, cfv1alpha1.WaitingReason, "app app-guid does not exist"),
+		Entry("an older build of the app", func(in *stagingInputs) { in.active = "older" }, cfv1alpha1.QueuedReason, "waiting for build older"),
+		Entry("its package", func(in *stagingInputs) { in.pkg = nil }, cfv1alpha1.WaitingReason, "package package-guid is not uploaded"),
+		Entry("the upload of its package", func(in *stagingInputs) { in.pkg.Spec.Source.Registry.Image = "" }, cfv1alpha1.WaitingReason, "is not uploaded"),
+		Entry("a space that can build", func(in *stagingInputs) {
+			in.space.Status.Conditions[0] = metav1.Condition{Type: cfv1alpha1.BuildReadyCondition, Status: metav1.ConditionFalse, Message: "no credentials"}
+		}, cfv1alpha1.WaitingReason, "space space-1 cannot build: no credentials"),
+	)
+
+	It("points the app's Image at the package and the space's ClusterBuilder", func() {
+		p := planStaging(readyToStage())
+		Expect(staging(p)).To(And(HaveField("Status", metav1.ConditionTrue), HaveField("Reason", cfv1alpha1.BuildScheduledReason)))
+		Expect(p.dedicated).To(BeNil())
+		Expect(p.image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: "cf.default"}))
+		Expect(p.image.Spec.Source.Registry.Image).To(Equal("registry.local/org-a/space-1/packages/p"))
+	})
+
+	It("makes a dedicated Builder first, and starts only once kpack has built it", func() {
+		in := readyToStage()
+		in.build.Spec.Lifecycle.Data.Buildpacks = []string{"paketo-buildpacks/nodejs"}
+		p := planStaging(in)
+		Expect(staging(p)).To(HaveField("Reason", cfv1alpha1.BuilderNotReadyReason))
+		Expect(p.dedicated).NotTo(BeNil())
+		Expect(p.image).To(BeNil())
+
+		in.dedicated = readyBuilder(p.dedicated)
+		p = planStaging(in)
+		Expect(p.image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: in.dedicated.Name}))
+	})
+})
+
+var _ = Describe("deciding an app's droplet", func() {
+	kpackRebuild := func(reason string) *kpackv1alpha2.Build {
+		return &kpackv1alpha2.Build{
+			ObjectMeta: metav1.ObjectMeta{Name: "app-build-2",
+				Labels:      map[string]string{kpackv1alpha2.BuildNumberLabel: "2"},
+				Annotations: map[string]string{kpackv1alpha2.BuildReasonAnnotation: reason}},
+			Spec: kpackv1alpha2.BuildSpec{Env: []corev1.EnvVar{{Name: cfv1alpha1.BuildGUIDEnv, Value: "first"}}},
+		}
+	}
+	rebuild := func(kb *kpackv1alpha2.Build, succeeded metav1.ConditionStatus) *cfv1alpha1.CFBuild {
+		b := desiredRebuild(kb, &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Name: "first"}}, &cfv1alpha1.CFApp{})
+		b.Status.Conditions = []metav1.Condition{{Type: cfv1alpha1.SucceededCondition, Status: succeeded, Message: "rebase failed"}}
+		return b
+	}
+	inputs := func(reason string, succeeded metav1.ConditionStatus, policy cfv1alpha1.BuildpackUpgradePolicy) dropletInputs {
+		kb := kpackRebuild(reason)
+		return dropletInputs{
+			app:              &cfv1alpha1.CFApp{Spec: cfv1alpha1.CFAppSpec{CurrentDropletRef: corev1.LocalObjectReference{Name: "first"}}},
+			current:          &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Name: "first"}},
+			newest:           rebuild(kb, succeeded),
+			newestKpackBuild: kb,
+			policy:           policy,
+		}
+	}
+
+	DescribeTable("moves, holds or keeps the droplet",
+		func(in dropletInputs, reason string, moves, holds bool) {
+			d := decideDroplet(in)
+			Expect(d.condition.Reason).To(Equal(reason))
+			Expect(d.moveTo != nil).To(Equal(moves))
+			Expect(d.held != nil).To(Equal(holds))
+		},
+		Entry("a stack fix, under Held", inputs("STACK", metav1.ConditionTrue, cfv1alpha1.HeldUpgrades), cfv1alpha1.UpToDateReason, true, false),
+		Entry("new buildpacks, under Held", inputs("BUILDPACK", metav1.ConditionTrue, cfv1alpha1.HeldUpgrades), cfv1alpha1.UpgradeHeldReason, false, true),
+		Entry("new buildpacks, under Automatic", inputs("BUILDPACK", metav1.ConditionTrue, cfv1alpha1.AutomaticUpgrades), cfv1alpha1.UpToDateReason, true, false),
+		Entry("a rebuild still running", inputs("STACK", metav1.ConditionUnknown, cfv1alpha1.HeldUpgrades), cfv1alpha1.RebuildingReason, false, false),
+		Entry("a failed rebuild", inputs("STACK", metav1.ConditionFalse, cfv1alpha1.HeldUpgrades), cfv1alpha1.RebuildFailedReason, false, false),
+	)
+
+	It("ignores a rebuild that kpack's Build does not bear out", func() {
+		forged := inputs("BUILDPACK", metav1.ConditionTrue, cfv1alpha1.HeldUpgrades)
+		forged.newest.Annotations[cfv1alpha1.RebuildReasonAnnotation] = "STACK"
+		Expect(decideDroplet(forged).moveTo).To(BeNil())
+
+		noKpackBuild := inputs("STACK", metav1.ConditionTrue, cfv1alpha1.HeldUpgrades)
+		noKpackBuild.newestKpackBuild = nil
+		Expect(decideDroplet(noKpackBuild).moveTo).To(BeNil())
+
+		otherLineage := inputs("STACK", metav1.ConditionTrue, cfv1alpha1.HeldUpgrades)
+		otherLineage.newest.Labels[cfv1alpha1.RebuildOfLabel] = "another-apps-build"
+		Expect(decideDroplet(otherLineage).moveTo).To(BeNil())
+	})
+})

@@ -1,0 +1,231 @@
+// Package controlplane runs cf-hnc's local control plane from the binaries that `make tools`
+// builds: etcd and kube-apiserver (through envtest), kube-controller-manager (namespace
+// deletion, garbage collection, default ServiceAccounts), the HNC manager with its webhooks,
+// the kpack controller with an in-memory OCI registry, and the cf-hnc manager. `make run`, the
+// integration tests, the e2e suite and the benchmarks all start it from here.
+//
+// Every server listens on 127.0.0.1. Each process writes its own log file under
+// <WorkDir>/logs, and Stop ends every process it started, also after a failed start.
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"code.cloudfoundry.org/cf-hnc/internal/harness/standinkubelet"
+)
+
+// RootNamespace is the root namespace of config/root: orgs live in it.
+const RootNamespace = "cf"
+
+// Options say which components to run. The apiserver and etcd always run.
+type Options struct {
+	// ProjectDir is the repository root, with bin/ and config/. Empty: found from the working
+	// directory upwards.
+	ProjectDir string
+	// WorkDir receives the kubeconfig, the logs and the certificates; relative to ProjectDir.
+	// Keep it stable across runs: a run that was killed outright leaves its etcd and
+	// kube-apiserver behind, and the next run in the same WorkDir ends them. Empty: .local.
+	WorkDir string
+
+	// ControllerManager runs kube-controller-manager: namespaces finish deleting, owned
+	// objects are garbage collected, every namespace gets its default ServiceAccount.
+	ControllerManager bool
+	// HNC runs the HNC manager with its webhooks and installs config/hnc.
+	HNC bool
+	// Kpack runs the kpack controller against an in-memory registry seeded with a stack, a
+	// lifecycle and buildpacks, and makes the cluster-scoped kpack objects Ready.
+	Kpack bool
+	// StandInKubelet completes kpack's build pods in this process (see package
+	// standinkubelet: the one simulated part), so that Builds finish (requires Kpack).
+	StandInKubelet bool
+	// DefaultBuilder places a default Builder, its ServiceAccount and credentials once in the
+	// root namespace (requires Kpack and HNC), so that every space gets a Builder.
+	DefaultBuilder bool
+	// Webhooks prepares certificates and a port for cf-hnc's webhook server (Webhooks()); a
+	// test that serves them registers the configurations with RegisterWebhooks.
+	Webhooks bool
+	// Manager runs the cf-hnc manager binary at this path, serving the webhooks. Empty: none,
+	// for tests that run reconcilers in their own process.
+	Manager string
+}
+
+// ControlPlane is a running local control plane.
+type ControlPlane struct {
+	opts  Options
+	env   *envtest.Environment
+	paths paths
+
+	// Config is an administrator's connection to the apiserver.
+	Config *rest.Config
+	// Client is a client for Config that knows every scheme the project uses.
+	Client client.Client
+	// Kubeconfig is the path of the administrator's kubeconfig file.
+	Kubeconfig string
+
+	webhooks           *envtest.WebhookInstallOptions
+	webhooksRegistered bool
+	components         []*component
+	manager            *component
+	managerConfig      string
+	kpack              *Kpack
+	kubelet            *standinkubelet.Kubelet
+	stopKubelet        func()
+}
+
+// Start starts the components in dependency order and waits until each is ready. On error it
+// stops whatever it started and says which component failed and where its log is.
+func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	p, err := findPaths(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.prepare(); err != nil {
+		return nil, err
+	}
+	cp = &ControlPlane{opts: opts, paths: p}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+			cp = nil
+		}
+	}()
+	steps := []struct {
+		enabled bool
+		run     func(context.Context) error
+	}{
+		{true, cp.startAPIServer},
+		{opts.ControllerManager, cp.startControllerManager},
+		{opts.HNC, cp.startHNC},
+		{opts.HNC, cp.installRoot},
+		{opts.Webhooks || opts.Manager != "", cp.prepareCFHNCWebhooks},
+		{opts.Kpack, cp.startKpack},
+		{opts.StandInKubelet, cp.startStandInKubelet},
+		{opts.DefaultBuilder, cp.placeDefaultBuilder},
+		{opts.Manager != "", cp.StartManager},
+	}
+	for _, step := range steps {
+		if step.enabled {
+			if err := step.run(ctx); err != nil {
+				return cp, err
+			}
+		}
+	}
+	return cp, nil
+}
+
+// installRoot creates the root namespace (config/root), once HNC is there to manage it.
+func (cp *ControlPlane) installRoot(ctx context.Context) error {
+	return applyFile(ctx, cp.Client, cp.paths.config("root", "namespace.yaml"))
+}
+
+// Stop ends every component in reverse start order and removes temporary state.
+func (cp *ControlPlane) Stop() {
+	cp.StopManager()
+	if cp.stopKubelet != nil {
+		cp.stopKubelet()
+	}
+	if cp.kpack != nil {
+		cp.kpack.close()
+	}
+	for i := len(cp.components) - 1; i >= 0; i-- {
+		cp.components[i].stop(10 * time.Second)
+	}
+	cp.components = nil
+	if cp.webhooks != nil {
+		_ = cp.webhooks.Cleanup()
+	}
+	if cp.env != nil {
+		if err := cp.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "controlplane: stopping the apiserver: %v\n", err)
+		}
+		cp.env = nil
+	}
+	_ = os.Remove(cp.paths.pidFile())
+}
+
+// Healthy returns an error naming the first component that is no longer running, with its log.
+func (cp *ControlPlane) Healthy() error {
+	all := cp.components
+	if cp.manager != nil {
+		all = append(all, cp.manager)
+	}
+	var errs []error
+	for _, c := range all {
+		if err := c.alive(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LogDir is where every component writes its log.
+func (cp *ControlPlane) LogDir() string { return cp.paths.logDir() }
+
+// Webhooks is where cf-hnc's webhook server must listen and find its certificates.
+func (cp *ControlPlane) Webhooks() (host string, port int, certDir string) {
+	return cp.webhooks.LocalServingHost, cp.webhooks.LocalServingPort, cp.webhooks.LocalServingCertDir
+}
+
+// Kpack is the kpack setup, nil unless Options.Kpack.
+func (cp *ControlPlane) Kpack() *Kpack { return cp.kpack }
+
+// Kubelet is the stand-in kubelet, nil unless Options.StandInKubelet.
+func (cp *ControlPlane) Kubelet() *standinkubelet.Kubelet { return cp.kubelet }
+
+// startStandInKubelet runs the stand-in kubelet in this process until Stop.
+func (cp *ControlPlane) startStandInKubelet(context.Context) error {
+	logFile, err := os.Create(filepath.Join(cp.paths.logDir(), "standin-kubelet.log"))
+	if err != nil {
+		return err
+	}
+	kubelet, err := standinkubelet.New(cp.Config, standinkubelet.Options{
+		Logger: zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := kubelet.Run(ctx); err != nil {
+			fmt.Fprintf(logFile, "the stand-in kubelet stopped: %v\n", err)
+		}
+	}()
+	cp.kubelet = kubelet
+	cp.stopKubelet = func() {
+		cancel()
+		<-done
+		logFile.Close()
+	}
+	return nil
+}
+
+func (cp *ControlPlane) track(c *component) {
+	cp.components = append(cp.components, c)
+	cp.paths.recordPID(c.name, c.pid())
+}
+
+// adminKubeconfig writes a kubeconfig for a user in the given groups and returns its path.
+func (cp *ControlPlane) userKubeconfig(name string, groups ...string) (string, error) {
+	user, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, cp.Config)
+	if err != nil {
+		return "", fmt.Errorf("adding user %s: %w", name, err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cp.paths.workDir, "kubeconfig-"+name)
+	return path, os.WriteFile(path, data, 0o600)
+}

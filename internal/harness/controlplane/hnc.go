@@ -1,0 +1,151 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
+	"sigs.k8s.io/yaml"
+)
+
+// startHNC runs the HNC manager with its webhooks and applies config/hnc. HNC writes bypass its
+// own webhooks only for members of system:serviceaccounts:hnc-system, so its user is one.
+func (cp *ControlPlane) startHNC(ctx context.Context) error {
+	binary, err := cp.paths.binary("hnc-manager")
+	if err != nil {
+		return err
+	}
+	hncDir, err := cp.paths.moduleDir(hncModule)
+	if err != nil {
+		return err
+	}
+	webhooks, err := prepareWebhooks("hnc-", filepath.Join(hncDir, "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(cp.paths.workDir, "hnc-tmp")
+	if err := certDirIn(tmp, webhooks.LocalServingCertDir); err != nil {
+		return err
+	}
+	kubeconfig, err := cp.userKubeconfig("hnc-manager", "system:masters", "system:serviceaccounts:hnc-system")
+	if err != nil {
+		return err
+	}
+	metrics, probes, err := freeLoopbackAddrs()
+	if err != nil {
+		return err
+	}
+	expected, err := cp.hncArgs()
+	if err != nil {
+		return err
+	}
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--webhook-server-port=" + strconv.Itoa(webhooks.LocalServingPort),
+		"--metrics-addr=" + metrics,
+		"--health-probe-bind-address=" + probes,
+		"--enable-stackdriver=false",
+	}, expected...)
+	hnc, err := startComponent("hnc-manager", cp.paths.logDir(), binary, args, []string{"TMPDIR=" + tmp})
+	if err != nil {
+		return err
+	}
+	cp.track(hnc)
+	if err := hnc.waitUntil(ctx, 2*time.Minute, "ready", httpOK("http://"+probes+"/readyz")); err != nil {
+		return err
+	}
+	if err := webhooks.Install(cp.Config); err != nil {
+		return hnc.failed(fmt.Errorf("webhooks could not be registered: %w", err))
+	}
+	return cp.configureHNC(ctx, hnc)
+}
+
+// hncArgs are the HNC manager flags that config/hnc says cf-hnc expects, less the addresses,
+// which the control plane sets to loopback ones.
+func (cp *ControlPlane) hncArgs() ([]string, error) {
+	file := cp.paths.config("hnc", "manager-args.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	deployment := &appsv1.Deployment{}
+	if err := yaml.Unmarshal(data, deployment); err != nil || len(deployment.Spec.Template.Spec.Containers) != 1 {
+		return nil, fmt.Errorf("%s: not a patch of HNC's Deployment with one container: %v", file, err)
+	}
+	var args []string
+	for _, arg := range deployment.Spec.Template.Spec.Containers[0].Args {
+		if !strings.HasPrefix(arg, "--webhook-server-port=") && !strings.HasPrefix(arg, "--metrics-addr=") {
+			args = append(args, arg)
+		}
+	}
+	return args, nil
+}
+
+// configureHNC applies config/hnc and waits until HNC reports every configured resource, so
+// that propagation works from the first namespace on.
+func (cp *ControlPlane) configureHNC(ctx context.Context, hnc *component) error {
+	files, err := filepath.Glob(cp.paths.config("hnc", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, file := range files {
+		if base := filepath.Base(file); base == "kustomization.yaml" || base == "manager-args.yaml" {
+			continue
+		}
+		if err := applyFile(ctx, cp.Client, file); err != nil {
+			return err
+		}
+	}
+	return hnc.waitUntil(ctx, time.Minute, "configured", func(ctx context.Context) error {
+		config := &hncv1alpha2.HNCConfiguration{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: hncv1alpha2.HNCConfigSingleton}, config); err != nil {
+			return err
+		}
+		reported := map[string]bool{}
+		for _, r := range config.Status.Resources {
+			reported[r.Group+"/"+r.Resource] = true
+		}
+		for _, r := range config.Spec.Resources {
+			if !reported[r.Group+"/"+r.Resource] {
+				return fmt.Errorf("HNC does not report %s/%s yet", r.Group, r.Resource)
+			}
+		}
+		return nil
+	})
+}
+
+// applyFile server-side applies every object of a YAML file.
+func applyFile(ctx context.Context, c client.Client, file string) error {
+	docs, err := readYAMLDocuments(file)
+	if err != nil {
+		return err
+	}
+	for _, doc := range docs {
+		data, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(data); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if obj.GroupVersionKind() == (schema.GroupVersionKind{}) {
+			continue
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+			client.FieldOwner("cf-hnc-controlplane"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package controlplane
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// startControllerManager runs the kube-controller-manager controllers that a cluster without
+// nodes still needs: namespace (finishes deleting namespaces, which HNC's cascading deletion
+// waits for), garbagecollector (owned objects), serviceaccount (each namespace's default
+// ServiceAccount) and clusterrole-aggregation (fills the built-in admin, edit and view roles,
+// and cf-hnc's aggregated CF roles).
+func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
+	binary, err := cp.paths.binary("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := cp.userKubeconfig("kube-controller-manager", "system:masters")
+	if err != nil {
+		return err
+	}
+	kcm, err := startComponent("kube-controller-manager", cp.paths.logDir(), binary, []string{
+		"--kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--controllers=namespace,garbagecollector,serviceaccount,clusterrole-aggregation",
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	cp.track(kcm)
+	// The serviceaccount controller creating the default namespace's ServiceAccount shows that
+	// the controllers are running.
+	return kcm.waitUntil(ctx, time.Minute, "ready", func(ctx context.Context) error {
+		return cp.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{})
+	})
+}

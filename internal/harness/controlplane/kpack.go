@@ -1,0 +1,198 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
+)
+
+const (
+	// kpackNamespace is kpack's system namespace.
+	kpackNamespace = "kpack"
+	// Stack is the name of the ClusterStack: the stack name that CF lifecycles use.
+	Stack = "cflinuxfs4"
+	// Store is the name of the ClusterStore that holds every seeded buildpack.
+	Store = "default"
+	// lifecycleName is the ClusterLifecycle that kpack 0.17+ requires.
+	lifecycleName = "default-lifecycle"
+)
+
+// Kpack is the kpack side of the local control plane: the registry and the images seeded in
+// it, and the cluster-scoped objects made from them, all Ready.
+type Kpack struct {
+	// Registry is the in-memory OCI registry on loopback.
+	Registry *registry.Registry
+	// Images are the seeded stack, lifecycle and buildpack images.
+	Images registry.Images
+	// TenantPassword is the password of the registry's tenant accounts "orgs/<name>", once the
+	// default Builder is placed.
+	TenantPassword string
+
+	controller *component
+}
+
+func (k *Kpack) close() {
+	if k.Registry != nil {
+		_ = k.Registry.Close()
+	}
+}
+
+// startKpack starts the registry and the kpack controller, then creates the ClusterLifecycle,
+// ClusterStack and ClusterStore and waits until kpack reports them Ready.
+func (cp *ControlPlane) startKpack(ctx context.Context) error {
+	binary, err := cp.paths.binary("kpack-controller")
+	if err != nil {
+		return err
+	}
+	registryLog, err := os.Create(filepath.Join(cp.paths.logDir(), "registry.log"))
+	if err != nil {
+		return err
+	}
+	reg, err := registry.Start(context.WithoutCancel(ctx), registry.Options{Log: registryLog})
+	if err != nil {
+		return fmt.Errorf("registry: %w; see %s", err, registryLog.Name())
+	}
+	cp.kpack = &Kpack{Registry: reg}
+	if cp.kpack.Images, err = reg.Seed(ctx); err != nil {
+		return fmt.Errorf("registry: seeding images: %w; see %s", err, registryLog.Name())
+	}
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kpackNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	kubeconfig, err := cp.userKubeconfig("kpack-controller", "system:masters")
+	if err != nil {
+		return err
+	}
+	profiling, metrics, err := freeLoopbackAddrs()
+	if err != nil {
+		return err
+	}
+	controller, err := startComponent("kpack-controller", cp.paths.logDir(), binary,
+		[]string{"--kubeconfig=" + kubeconfig},
+		[]string{
+			"SYSTEM_NAMESPACE=" + kpackNamespace,
+			"SYSTEM_SERVICE_ACCOUNT=controller",
+			// Without a kubelet these images are never pulled; the stand-in kubelet plays the
+			// steps they would run.
+			"BUILD_INIT_IMAGE=kpack/build-init",
+			"BUILD_WAITER_IMAGE=kpack/build-waiter",
+			"REBASE_IMAGE=kpack/rebase",
+			"COMPLETION_IMAGE=kpack/completion",
+			"PROFILING_PORT=" + strconv.Itoa(port(profiling)),
+			"METRICS_PROMETHEUS_HOST=127.0.0.1",
+			"METRICS_PROMETHEUS_PORT=" + strconv.Itoa(port(metrics)),
+		})
+	if err != nil {
+		return err
+	}
+	cp.track(controller)
+	cp.kpack.controller = controller
+	for _, obj := range cp.kpack.clusterObjects() {
+		if err := cp.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+		if err := controller.waitUntil(ctx, time.Minute, obj.GetName()+" Ready", cp.kpackReady(obj)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clusterObjects are the ClusterLifecycle, ClusterStack and ClusterStore made from the seeded
+// images, in the order kpack needs them.
+func (k *Kpack) clusterObjects() []client.Object {
+	var sources []corev1alpha1.ImageSource
+	for _, bp := range k.Images.Buildpacks {
+		sources = append(sources, corev1alpha1.ImageSource{Image: bp.Image.Tag})
+	}
+	return []client.Object{
+		&kpackv1alpha2.ClusterLifecycle{
+			ObjectMeta: metav1.ObjectMeta{Name: lifecycleName},
+			Spec: kpackv1alpha2.ClusterLifecycleSpec{
+				ImageSource: corev1alpha1.ImageSource{Image: k.Images.Lifecycle.Image.Tag},
+			},
+		},
+		&kpackv1alpha2.ClusterStack{
+			ObjectMeta: metav1.ObjectMeta{Name: Stack},
+			Spec: kpackv1alpha2.ClusterStackSpec{
+				Id:         k.Images.Stack.ID,
+				BuildImage: kpackv1alpha2.ClusterStackSpecImage{Image: k.Images.Stack.BuildImage.Tag},
+				RunImage:   kpackv1alpha2.ClusterStackSpecImage{Image: k.Images.Stack.RunImage.Tag},
+			},
+		},
+		&kpackv1alpha2.ClusterStore{
+			ObjectMeta: metav1.ObjectMeta{Name: Store},
+			Spec:       kpackv1alpha2.ClusterStoreSpec{Sources: sources},
+		},
+	}
+}
+
+// kpackReady checks that kpack reports an object Ready at its generation.
+func (cp *ControlPlane) kpackReady(obj client.Object) func(context.Context) error {
+	return func(ctx context.Context) error {
+		current := obj.DeepCopyObject().(client.Object)
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
+			return err
+		}
+		var status *corev1alpha1.Status
+		switch o := current.(type) {
+		case *kpackv1alpha2.ClusterLifecycle:
+			status = &o.Status.Status
+		case *kpackv1alpha2.ClusterStack:
+			status = &o.Status.Status
+		case *kpackv1alpha2.ClusterStore:
+			status = &o.Status.Status
+		}
+		ready := status.GetCondition(corev1alpha1.ConditionReady)
+		if !ready.IsTrue() || status.ObservedGeneration != current.GetGeneration() {
+			return fmt.Errorf("%s is not Ready: %+v", obj.GetName(), ready)
+		}
+		return nil
+	}
+}
+
+// UpgradeRunImage does what an operator does for a base-image (stack) fix: it publishes a new
+// run image and points the ClusterStack at its digest. kpack then rebuilds every Builder on
+// the stack, and every Image built on them with a rebase (reason STACK).
+func (cp *ControlPlane) UpgradeRunImage(ctx context.Context) (registry.Ref, error) {
+	ref, err := cp.kpack.Registry.PublishRunImage(ctx)
+	if err != nil {
+		return ref, err
+	}
+	stack := &kpackv1alpha2.ClusterStack{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: Stack}, stack); err != nil {
+		return ref, err
+	}
+	patch := client.MergeFrom(stack.DeepCopy())
+	stack.Spec.RunImage.Image = ref.Pinned()
+	return ref, cp.Client.Patch(ctx, stack, patch)
+}
+
+// UpgradeBuildpack does what an operator does for a buildpack release: it publishes the new
+// version and adds it to the ClusterStore. kpack then rebuilds the Builders that use the
+// buildpack, and the Images built with its old version (reason BUILDPACK).
+func (cp *ControlPlane) UpgradeBuildpack(ctx context.Context, id, version string) (registry.Buildpack, error) {
+	bp, err := cp.kpack.Registry.PublishBuildpack(ctx, id, version)
+	if err != nil {
+		return bp, err
+	}
+	store := &kpackv1alpha2.ClusterStore{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: Store}, store); err != nil {
+		return bp, err
+	}
+	patch := client.MergeFrom(store.DeepCopy())
+	store.Spec.Sources = append(store.Spec.Sources, corev1alpha1.ImageSource{Image: bp.Image.Tag})
+	return bp, cp.Client.Patch(ctx, store, patch)
+}

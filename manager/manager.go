@@ -1,0 +1,84 @@
+// Package manager wires cf-hnc's reconcilers and webhooks into a controller-runtime manager.
+// main.go and the integration suites share it, so that the suites run what ships.
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
+	"code.cloudfoundry.org/cf-hnc/builders"
+	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
+	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
+	"code.cloudfoundry.org/cf-hnc/propagation"
+)
+
+// Config is what the reconcilers need to know about the installation.
+type Config struct {
+	// RootNamespace holds the CFOrgs; org namespaces are made under it.
+	RootNamespace string
+	// Webhooks serves the validating webhooks.
+	Webhooks bool
+	// Concurrency is how many spaces, and how many builds, are reconciled at once.
+	Concurrency int
+}
+
+// Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
+// and ServiceAccounts are cached, not every Secret of the cluster.
+func Options() ctrl.Options {
+	return ctrl.Options{
+		Scheme: cfscheme.New(),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:         {Label: buildconfig.Selector},
+			&corev1.ServiceAccount{}: {Label: buildconfig.Selector},
+		}},
+	}
+}
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Setup registers every reconciler, the webhooks and the health checks.
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	if cfg.Concurrency < 1 {
+		cfg.Concurrency = 1
+	}
+	c := mgr.GetClient()
+	discovery := buildconfig.NewDiscovery(c, mgr.GetAPIReader())
+	if err := orgspace.NewOrgReconciler(c, mgr.GetEventRecorder("cf-hnc-org"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := orgspace.NewSpaceReconciler(c, mgr.GetEventRecorder("cf-hnc-space"), cfg.RootNamespace, discovery, cfg.Concurrency).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := propagation.SetupWithManager(mgr, cfg.RootNamespace); err != nil {
+		return err
+	}
+	if err := builders.NewDefaultBuilderReconciler(c, mgr.GetAPIReader(), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := builders.NewBuildReconciler(c, mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}, cfg.Concurrency).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := builders.NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := builders.NewAppReconciler(c, mgr.GetEventRecorder("cf-hnc-app"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if !cfg.Webhooks {
+		return mgr.AddReadyzCheck("ping", healthz.Ping)
+	}
+	if err := orgspace.SetupWebhooks(mgr, mgr.GetAPIReader(), cfg.RootNamespace); err != nil {
+		return err
+	}
+	if err := builders.SetupWebhooks(mgr); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker())
+}
