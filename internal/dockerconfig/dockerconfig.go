@@ -1,5 +1,5 @@
 // Package dockerconfig reads the registry credentials of kubernetes.io/dockerconfigjson
-// Secrets, for checking them and for pulling images with them.
+// Secrets, to check them before builds use them.
 package dockerconfig
 
 import (
@@ -55,13 +55,3 @@ func RegistryHost(key string) (string, error) {
 	}
 	return registry.RegistryStr(), nil
 }
-
-// Resolve implements authn.Keychain: anonymous for registries without credentials.
-func (c Credentials) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	if auth, ok := c[r.RegistryStr()]; ok {
-		return authn.FromConfig(auth), nil
-	}
-	return authn.Anonymous, nil
-}
-
-var _ authn.Keychain = Credentials(nil)

@@ -1,0 +1,50 @@
+package orgspace
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
+)
+
+// FuzzOrgValidator submits arbitrary orgs to the org webhook beside an existing org "Acme": it
+// must never panic, accept exactly the orgs that are in the root namespace, name a valid
+// namespace and take a free name, and refuse the others with a field-level reason.
+func FuzzOrgValidator(f *testing.F) {
+	f.Add("4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10", "cf", "acme-2")
+	f.Add("4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10", "cf", "ACME")
+	f.Add("org.with.dots", "cf", "dotted")
+	f.Add("Upper", "cf", "upper")
+	f.Add("a-name-that-is-far-too-long-to-be-the-name-of-a-namespace-in-kubernetes", "cf", "long")
+	f.Add("fine", "default", "elsewhere")
+	f.Fuzz(func(t *testing.T, name, namespace, displayName string) {
+		existing := &cfv1alpha1.CFOrg{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "cf", Name: "existing", CreationTimestamp: metav1.NewTime(time.Unix(0, 0))},
+			Spec:       cfv1alpha1.CFOrgSpec{DisplayName: "Acme"},
+		}
+		reader := fake.NewClientBuilder().WithScheme(cfscheme.New()).WithObjects(existing).Build()
+		v := &OrgValidator{reader: reader, root: "cf"}
+		org := &cfv1alpha1.CFOrg{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec:       cfv1alpha1.CFOrgSpec{DisplayName: displayName},
+		}
+		_, err := v.ValidateCreate(context.Background(), org)
+
+		acceptable := namespace == "cf" && cfv1alpha1.ValidateGUID(name) == "" &&
+			(name == "existing" || !cfv1alpha1.SameDisplayName(displayName, "Acme"))
+		if acceptable != (err == nil) {
+			t.Fatalf("org %q in %q named %q: acceptable %v, but the webhook said %v", name, namespace, displayName, acceptable, err)
+		}
+		var status apierrors.APIStatus
+		if err != nil && (!errors.As(err, &status) || status.Status().Details == nil || len(status.Status().Details.Causes) == 0) {
+			t.Fatalf("refusal without a field-level cause: %v", err)
+		}
+	})
+}
