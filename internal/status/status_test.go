@@ -1,0 +1,109 @@
+package status_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/status"
+)
+
+func TestStatus(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "status (apiserver)")
+}
+
+var _ = Describe("reporting status, against the apiserver", Ordered, func() {
+	var (
+		k8s      client.Client
+		recorder *events.FakeRecorder
+		reporter *status.Reporter
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		cp, err := controlplane.Start(ctx, controlplane.Options{WorkDir: ".local/status"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cp.Stop)
+		k8s = cp.Client
+	}, NodeTimeout(2*time.Minute))
+
+	BeforeEach(func() {
+		recorder = events.NewFakeRecorder(10)
+		reporter = status.NewReporter(k8s, recorder)
+	})
+
+	newOrg := func(ctx SpecContext) *cfv1alpha1.CFOrg {
+		org := &cfv1alpha1.CFOrg{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uuid.NewUUID())},
+			Spec:       cfv1alpha1.CFOrgSpec{DisplayName: "acme"},
+		}
+		Expect(k8s.Create(ctx, org)).To(Succeed())
+		return org
+	}
+	ready := func(reason string) metav1.Condition {
+		return metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: "waiting"}
+	}
+
+	It("reports a condition set on an error path, stamped with its generation, with one event", func(ctx SpecContext) {
+		org := newOrg(ctx)
+		reconcile := func() (err error) {
+			report := reporter.Track(org)
+			defer func() { err = errors.Join(err, report(ctx)) }()
+			status.Set(org, ready(cfv1alpha1.AnchorPendingReason))
+			return errors.New("the anchor could not be made")
+		}
+		Expect(reconcile()).To(MatchError("the anchor could not be made"))
+
+		stored := &cfv1alpha1.CFOrg{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(org), stored)).To(Succeed())
+		Expect(stored.Status.Conditions).To(ConsistOf(And(
+			HaveField("Reason", cfv1alpha1.AnchorPendingReason), HaveField("ObservedGeneration", stored.Generation))))
+		Expect(stored.Status.ObservedGeneration).To(Equal(stored.Generation))
+		Expect(recorder.Events).To(Receive(ContainSubstring("Warning AnchorPending Ready: waiting")))
+	})
+
+	It("writes nothing when the status did not change, whatever else changed", func(ctx SpecContext) {
+		org := newOrg(ctx)
+		report := reporter.Track(org)
+		status.Set(org, ready(cfv1alpha1.AnchorPendingReason))
+		Expect(report(ctx)).To(Succeed())
+		<-recorder.Events
+		written := org.ResourceVersion
+
+		report = reporter.Track(org)
+		org.Finalizers = append(org.Finalizers, "example.com/kept-in-memory-only")
+		status.Set(org, ready(cfv1alpha1.AnchorPendingReason))
+		Expect(report(ctx)).To(Succeed())
+		Expect(org.ResourceVersion).To(Equal(written))
+		Expect(recorder.Events).NotTo(Receive())
+	})
+
+	It("removes a status field that the reconcile cleared", func(ctx SpecContext) {
+		app := &cfv1alpha1.CFApp{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uuid.NewUUID())},
+			Spec:       cfv1alpha1.CFAppSpec{DisplayName: "app", DesiredState: cfv1alpha1.StartedState, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
+		}
+		Expect(k8s.Create(ctx, app)).To(Succeed())
+		report := reporter.Track(app)
+		app.Status.HeldDropletRef = &corev1.LocalObjectReference{Name: "held"}
+		Expect(report(ctx)).To(Succeed())
+
+		report = reporter.Track(app)
+		app.Status.HeldDropletRef = nil
+		Expect(report(ctx)).To(Succeed())
+		stored := &cfv1alpha1.CFApp{}
+		Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(app), stored)).To(Succeed())
+		Expect(stored.Status.HeldDropletRef).To(BeNil())
+	})
+})
