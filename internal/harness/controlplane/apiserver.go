@@ -57,7 +57,16 @@ func (cp *ControlPlane) startAPIServer(context.Context) error {
 		Scheme:                   cfscheme.New(),
 	}
 	cp.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
-	cp.env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserverLog, Err: apiserverLog}
+	// Certificates in a directory of this run, not a random one that envtest replaces on a
+	// restart: clients keep trusting the apiserver across RestartAPIServer.
+	certDir := filepath.Join(cp.paths.workDir, "apiserver")
+	if err := os.RemoveAll(certDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	cp.env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserverLog, Err: apiserverLog, CertDir: certDir}
 	cfg, err := cp.env.Start()
 	for _, tool := range []string{"etcd", "kube-apiserver"} {
 		for _, pid := range childrenRunning(filepath.Join(cp.paths.binDir(), tool)) {

@@ -21,6 +21,7 @@ type component struct {
 	name    string
 	logPath string
 	cmd     *exec.Cmd
+	env     []string
 	exited  chan struct{}
 	waitErr error
 }
@@ -29,8 +30,22 @@ type component struct {
 // process group, so that stopping it also stops anything it started, and dies with this
 // process (Pdeathsig) so that a killed test run leaves no orphan behind.
 func startComponent(name, logDir, binary string, args, env []string) (*component, error) {
-	logPath := filepath.Join(logDir, name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	return start(name, filepath.Join(logDir, name+".log"), os.O_TRUNC, binary, args, env)
+}
+
+// restart starts the component's process again, as it was started, after it stopped; its log
+// continues in the same file.
+func (c *component) restart() (*component, error) {
+	select {
+	case <-c.exited:
+	default:
+		return nil, fmt.Errorf("%s is still running (pid %d)", c.name, c.pid())
+	}
+	return start(c.name, c.logPath, os.O_APPEND, c.cmd.Path, c.cmd.Args[1:], c.env)
+}
+
+func start(name, logPath string, truncateOrAppend int, binary string, args, env []string) (*component, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|truncateOrAppend, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -43,7 +58,7 @@ func startComponent(name, logDir, binary string, args, env []string) (*component
 		logFile.Close()
 		return nil, fmt.Errorf("%s: cannot start %s: %w", name, binary, err)
 	}
-	c := &component{name: name, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
+	c := &component{name: name, logPath: logPath, cmd: cmd, env: env, exited: make(chan struct{})}
 	go func() {
 		c.waitErr = cmd.Wait()
 		logFile.Close()
@@ -69,6 +84,12 @@ func (c *component) alive() error {
 // failing component is found without digging.
 func (c *component) failed(err error) error {
 	return fmt.Errorf("%s %w; see %s:\n%s", c.name, err, c.logPath, tail(c.logPath, 15))
+}
+
+// kill ends the component's process group at once, as a crash or a node failure would.
+func (c *component) kill() {
+	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	<-c.exited
 }
 
 // stop sends SIGTERM to the component's process group, then SIGKILL after grace.

@@ -75,11 +75,13 @@ type ControlPlane struct {
 	webhooks           *envtest.WebhookInstallOptions
 	webhooksRegistered bool
 	components         []*component
-	manager            *component
-	managerConfig      string
-	kpack              *Kpack
-	kubelet            *standinkubelet.Kubelet
-	stopKubelet        func()
+	// readiness checks a restarted component (StartComponent) by name.
+	readiness     map[string]func(context.Context) error
+	manager       *component
+	managerConfig string
+	kpack         *Kpack
+	kubelet       *standinkubelet.Kubelet
+	stopKubelet   func()
 }
 
 // Start starts the components in dependency order and waits until each is ready. On error it

@@ -61,7 +61,8 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 		return err
 	}
 	cp.track(hnc)
-	if err := hnc.waitUntil(ctx, 2*time.Minute, "ready", httpOK("http://"+probes+"/readyz")); err != nil {
+	cp.readiness = map[string]func(context.Context) error{hnc.name: httpOK("http://" + probes + "/readyz")}
+	if err := hnc.waitUntil(ctx, 2*time.Minute, "ready", cp.readiness[hnc.name]); err != nil {
 		return err
 	}
 	if err := webhooks.Install(cp.Config); err != nil {

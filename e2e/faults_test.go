@@ -1,0 +1,116 @@
+package e2e_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+// The fault specs break a part of the control plane in the middle of cf-hnc's work and expect
+// it to lose nothing, make nothing twice and converge without anybody's help. `make
+// test-faults` runs them alone; `make test` runs them with everything else.
+var _ = Describe("Faults", Label("faults"), func() {
+	// restartManager makes sure the manager runs again after a spec that killed it.
+	restartManager := func(ctx SpecContext) {
+		if cp.ManagerPID() == 0 {
+			Expect(cp.StartManager(ctx)).To(Succeed())
+		}
+	}
+
+	It("makes every space of a burst, and lets each build, after HNC was down in the middle of it", func(ctx SpecContext) {
+		const spaces = 200
+		org := createOrg(ctx, "burst-"+string(uuid.NewUUID())[:8])
+		placeOrgRegistry(ctx, org)
+		for i := range spaces {
+			Expect(k8s.Create(ctx, newSpaceObject(org, fmt.Sprintf("space-%03d", i)))).To(Succeed())
+		}
+		Expect(cp.StopComponent("hnc-manager")).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			if cp.Healthy() != nil {
+				Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
+			}
+		})
+		By("leaving HNC down while cf-hnc keeps trying")
+		time.Sleep(15 * time.Second)
+		Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			list := &cfv1alpha1.CFSpaceList{}
+			g.Expect(k8s.List(ctx, list, client.InNamespace(org))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(spaces))
+			for _, s := range list.Items {
+				g.Expect(meta.IsStatusConditionTrue(s.Status.Conditions, cfv1alpha1.BuildReadyCondition)).To(BeTrue(),
+					"space %s: %v", s.Spec.DisplayName, meta.FindStatusCondition(s.Status.Conditions, cfv1alpha1.BuildReadyCondition))
+			}
+		}, 5*time.Minute, time.Second).Should(Succeed())
+		namespaces := &corev1.NamespaceList{}
+		Expect(k8s.List(ctx, namespaces, client.MatchingLabels{cfv1alpha1.OrgGUIDLabel: org}, client.HasLabels{cfv1alpha1.SpaceGUIDLabel})).To(Succeed())
+		Expect(namespaces.Items).To(HaveLen(spaces), "one namespace per space, none twice")
+	})
+
+	It("finishes a build, with one droplet, when kpack and the apiserver restart in the middle of it", func(ctx SpecContext) {
+		org := createOrg(ctx, "restart-"+string(uuid.NewUUID())[:8])
+		space := createSpace(ctx, org, "dev")
+		placeOrgRegistry(ctx, org)
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+		app := createApp(ctx, space, defaultLifecycle)
+		build := stage(ctx, org, app)
+		Eventually(func() string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(build), build)).To(Succeed())
+			return build.Status.KpackBuild
+		}).ShouldNot(BeEmpty(), "kpack has started the build")
+
+		Expect(cp.StopComponent("kpack-controller")).To(Succeed())
+		Expect(cp.RestartAPIServer(ctx)).To(Succeed())
+		Expect(cp.StartComponent(ctx, "kpack-controller")).To(Succeed())
+
+		Eventually(succeeded(ctx, build), 3*time.Minute).Should(HaveField("Status", metav1.ConditionTrue))
+		kpackBuilds := &kpackv1alpha2.BuildList{}
+		Expect(k8s.List(ctx, kpackBuilds, client.InNamespace(space), client.MatchingLabels{kpackv1alpha2.ImageLabel: app.Name})).To(Succeed())
+		Expect(kpackBuilds.Items).To(HaveLen(1), "one kpack build for one push")
+		builds := &cfv1alpha1.CFBuildList{}
+		Expect(k8s.List(ctx, builds, client.InNamespace(space))).To(Succeed())
+		Expect(builds.Items).To(HaveLen(1))
+	})
+
+	It("deletes an org with its spaces when the manager is killed in the middle of the deletion", func(ctx SpecContext) {
+		DeferCleanup(restartManager)
+		org := createOrg(ctx, "doomed-"+string(uuid.NewUUID())[:8])
+		spaces := []string{createSpace(ctx, org, "dev"), createSpace(ctx, org, "prod"), createSpace(ctx, org, "staging")}
+		cfOrg := &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}}
+		Expect(k8s.Delete(ctx, cfOrg)).To(Succeed())
+		cp.KillManager()
+		time.Sleep(2 * time.Second)
+		Expect(cp.StartManager(ctx)).To(Succeed())
+
+		for _, name := range append(spaces, org) {
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}) }, 2*time.Minute).
+				Should(BeNotFound(), "namespace %s", name)
+		}
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(cfOrg), cfOrg) }).Should(BeNotFound())
+	})
+
+	It("lets an administrator remove a finalizer while the manager is down", func(ctx SpecContext) {
+		DeferCleanup(restartManager)
+		org := createOrg(ctx, "stuck-"+string(uuid.NewUUID())[:8])
+		cfOrg := &cfv1alpha1.CFOrg{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: root, Name: org}, cfOrg)).To(Succeed())
+		Expect(cfOrg.Finalizers).NotTo(BeEmpty())
+		cp.KillManager()
+
+		update(ctx, cfOrg, func() { cfOrg.Finalizers = nil })
+		By("renaming, which the webhook checks, is refused while the manager is down")
+		cfOrg.Spec.DisplayName = "renamed-" + org
+		Expect(k8s.Update(ctx, cfOrg)).To(MatchError(ContainSubstring("vcforg.workloads.cloudfoundry.org")))
+	})
+})
