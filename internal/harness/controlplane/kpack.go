@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -219,4 +220,17 @@ func (cp *ControlPlane) AddStack(ctx context.Context, name, id string) (registry
 		return stack, err
 	}
 	return stack, cp.kpack.controller.waitUntil(ctx, time.Minute, name+" Ready", cp.kpackReady(clusterStack))
+}
+
+// WithdrawBuildpack does what an operator does to back out a bad buildpack release: it
+// removes the buildpackage of id at version from the ClusterStore's sources. kpack then
+// rebuilds the Builders that used it with the version before, and the Images built with it.
+func (cp *ControlPlane) WithdrawBuildpack(ctx context.Context, bp registry.Buildpack) error {
+	store := &kpackv1alpha2.ClusterStore{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: Store}, store); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(store.DeepCopy())
+	store.Spec.Sources = slices.DeleteFunc(store.Spec.Sources, func(s corev1alpha1.ImageSource) bool { return s.Image == bp.Image.Tag })
+	return cp.Client.Patch(ctx, store, patch)
 }
