@@ -107,7 +107,7 @@ func (d dropletDecision) reason(in dropletInputs, running *cfv1alpha1.BuildDropl
 	switch {
 	case fix.state == fixFailed:
 		return dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
-			"the rebase of droplet %s onto the latest run image of stack %s failed, the app keeps it: %s; to try again, delete kpack Build %s and then CFBuild %s",
+			"the rebase of droplet %s onto the latest run image of stack %s failed, the app keeps it: %s; to try again, delete kpack Build %s with its pod (--cascade=foreground), then CFBuild %s",
 			in.current.Name, running.Stack, fix.message, fix.rebuild.Name, fix.rebuild.Name)
 	case fix.state == fixRunning:
 		return dropletCondition(metav1.ConditionTrue, cfv1alpha1.RebuildingReason, "%s", fix.message)
