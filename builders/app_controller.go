@@ -104,21 +104,22 @@ func (r *AppReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dro
 }
 
 // lineage returns the droplets of a droplet's package: the lineage's first CFBuild and every
-// rebuild of it.
+// rebuild of it; and every rebase of the droplet's image, whichever lineage it was filed under
+// (a restage with nothing changed stages the same image again, in a lineage of its own).
 func (r *AppReconciler) lineage(ctx context.Context, current *cfv1alpha1.CFBuild) ([]cfv1alpha1.CFBuild, error) {
 	origin := lineageOf(current)
 	builds := &cfv1alpha1.CFBuildList{}
-	if err := r.client.List(ctx, builds, client.InNamespace(current.Namespace), client.MatchingLabels{cfv1alpha1.RebuildOfLabel: origin}); err != nil {
+	if err := r.client.List(ctx, builds, client.InNamespace(current.Namespace)); err != nil {
 		return nil, err
 	}
-	first, err := get(ctx, r.client, current.Namespace, origin, &cfv1alpha1.CFBuild{})
-	if err != nil {
-		return nil, err
+	var lineage []cfv1alpha1.CFBuild
+	for _, b := range builds.Items {
+		rebasesCurrent := b.Status.Rebuild != nil && current.Status.Droplet != nil && sameImage(b.Status.Rebuild.Image, current.Status.Droplet.Registry.Image)
+		if b.Spec.AppRef.Name == current.Spec.AppRef.Name && (b.Name == origin || b.Labels[cfv1alpha1.RebuildOfLabel] == origin || rebasesCurrent) {
+			lineage = append(lineage, b)
+		}
 	}
-	if first != nil {
-		builds.Items = append(builds.Items, *first)
-	}
-	return builds.Items, nil
+	return lineage, nil
 }
 
 // lineageOf is the first CFBuild of a droplet's lineage: the build that staged its package.

@@ -59,10 +59,11 @@ func (r *RebuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // rebuilt returns the CFBuild whose droplet a kpack Build rebuilds, or nil if the Build is not
 // a rebuild:
 //   - a rebase that cf-hnc started names the droplet in its RebaseOfLabel;
-//   - a build of an app's Image later than the one that staged the CFBuild in its
-//     environment rebuilds that CFBuild's package, but a rebase (reason exactly STACK)
-//     rebases the droplet image in its spec.lastBuild, which is another CFBuild's droplet
-//     when the Image's latest push failed or was never deployed.
+//   - a rebase of an app's Image (reason exactly STACK; never a push, whose reasons include
+//     CONFIG) rebases the droplet image in its spec.lastBuild: the CFBuild with that droplet,
+//     which is not the CFBuild in its environment when the Image's latest push failed;
+//   - any other build of the Image later than the one that staged the CFBuild in its
+//     environment rebuilds that CFBuild's package.
 func (r *RebuildReconciler) rebuilt(ctx context.Context, kb *kpackv1alpha2.Build) (*cfv1alpha1.CFBuild, error) {
 	if droplet := kb.Labels[RebaseOfLabel]; droplet != "" {
 		if !ownedByApp(kb) {
@@ -74,22 +75,27 @@ func (r *RebuildReconciler) rebuilt(ctx context.Context, kb *kpackv1alpha2.Build
 	if guid == "" {
 		return nil, nil // a kpack Build of an Image that cf-hnc did not make
 	}
-	origin, err := get(ctx, r.client, kb.Namespace, guid, &cfv1alpha1.CFBuild{})
-	if origin == nil || err != nil || !r.isRebuildOf(ctx, kb, origin) {
-		return nil, err
-	}
 	if last := kb.Spec.LastBuild; kb.Annotations[kpackv1alpha2.BuildReasonAnnotation] == stackOnly && last != nil && last.Image != "" {
-		rebased, err := r.dropletBuild(ctx, kb.Namespace, origin.Spec.AppRef.Name, last.Image)
+		rebased, err := r.dropletBuild(ctx, kb.Namespace, kb.Labels[kpackv1alpha2.ImageLabel], last.Image)
 		if rebased != nil || err != nil {
 			return rebased, err
 		}
 	}
+	origin, err := get(ctx, r.client, kb.Namespace, guid, &cfv1alpha1.CFBuild{})
+	if origin == nil || err != nil || !r.isRebuildOf(ctx, kb, origin) {
+		return nil, err
+	}
 	return origin, nil
 }
 
-// dropletBuild returns a CFBuild of an app whose droplet is image, preferring the first of a
-// lineage; nil if there is none.
+// dropletBuild returns a CFBuild of an app whose droplet is image: the one the app runs if it
+// is one (a restage with nothing changed stages the same image again), else the first; nil if
+// there is none.
 func (r *RebuildReconciler) dropletBuild(ctx context.Context, namespace, app, image string) (*cfv1alpha1.CFBuild, error) {
+	running, err := get(ctx, r.client, namespace, app, &cfv1alpha1.CFApp{})
+	if running == nil || err != nil {
+		return nil, err
+	}
 	builds := &cfv1alpha1.CFBuildList{}
 	if err := r.client.List(ctx, builds, client.InNamespace(namespace)); err != nil {
 		return nil, err
@@ -99,6 +105,9 @@ func (r *RebuildReconciler) dropletBuild(ctx context.Context, namespace, app, im
 		b := &builds.Items[i]
 		if b.Spec.AppRef.Name != app || b.Status.Droplet == nil || !sameImage(b.Status.Droplet.Registry.Image, image) {
 			continue
+		}
+		if b.Name == running.Spec.CurrentDropletRef.Name {
+			return b, nil
 		}
 		if found == nil || olderFirst(b, found) < 0 {
 			found = b

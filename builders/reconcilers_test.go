@@ -326,6 +326,29 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		Eventually(func() map[string]float64 { return gauge("cf_hnc_rebuild_pods", "state") }).Should(Equal(map[string]float64{"waiting": 0, "running": 0}))
 	})
 
+	It("files kpack's rebase under the droplet the app runs when a restage staged the same image, and deploys it from either", func(ctx SpecContext) {
+		restaged := createApp(ctx)
+		same := "registry.local/org-1/space-1/restaged@sha256:s1"
+		first := stage(ctx, restaged.Name)
+		succeed(ctx, k8s, kpackBuilds(ctx, restaged.Name, "1", "CONFIG", first.Name, nil, r4), same, r4, nodejsDroplet)
+		Eventually(cfBuild(ctx, first.Name)).Should(HaveField("Status.Droplet", Not(BeNil())))
+		again := stage(ctx, restaged.Name) // nothing changed: the same image
+		succeed(ctx, k8s, kpackBuilds(ctx, restaged.Name, "2", "CONFIG", again.Name, &kpackv1alpha2.LastBuild{Image: same, StackId: jammy}, r4), same, r4, nodejsDroplet)
+		Eventually(cfBuild(ctx, again.Name)).Should(HaveField("Status.Droplet", Not(BeNil())))
+		testenvUpdate(ctx, k8s, restaged, func() { restaged.Spec.CurrentDropletRef.Name = again.Name })
+		Eventually(dropletCurrent(ctx, restaged)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+
+		setRunImage(ctx, k8s, clusterBuilder, r5)
+		rebase := kpackBuilds(ctx, restaged.Name, "3", "STACK", again.Name, &kpackv1alpha2.LastBuild{Image: same, StackId: jammy}, r5)
+		Eventually(cfBuild(ctx, rebase.Name)).Should(HaveField("Labels", HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, again.Name)), "the droplet the app runs")
+		succeed(ctx, k8s, rebase, "registry.local/org-1/space-1/restaged@sha256:s2", r5, nodejsDroplet)
+		Eventually(func() string { return getApp(ctx, restaged)().Spec.CurrentDropletRef.Name }).Should(Equal(rebase.Name))
+
+		testenvUpdate(ctx, k8s, restaged, func() { restaged.Spec.CurrentDropletRef.Name = first.Name })
+		Eventually(func() string { return getApp(ctx, restaged)().Spec.CurrentDropletRef.Name }).Should(Equal(rebase.Name),
+			"the rebase of the same image counts for the first build's droplet too")
+	})
+
 	It("leaves alone a kpack Build of an Image that cf-hnc did not make, or whose CFBuild was deleted", func(ctx SpecContext) {
 		for _, env := range [][]corev1.EnvVar{nil, {{Name: cfv1alpha1.BuildGUIDEnv, Value: "gone"}}} {
 			kb := &kpackv1alpha2.Build{
@@ -345,6 +368,7 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 const (
 	r3 = "registry.local/run@sha256:r3"
 	r4 = "registry.local/run@sha256:r4"
+	r5 = "registry.local/run@sha256:r5"
 )
 
 // setRunImage reports a ClusterBuilder Ready on the jammy stack with runImage, as kpack does
