@@ -25,6 +25,7 @@ func main() {
 		leaderElect    bool
 		rootNamespace  string
 		concurrency    int
+		maxRebuilds    int
 		qps            float64
 		burst          int
 	)
@@ -39,6 +40,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&rootNamespace, "root-namespace", "cf", "The root namespace: orgs are created in it and their namespaces under it.")
 	flag.IntVar(&concurrency, "concurrency", 8, "How many spaces, and how many builds, are reconciled at once.")
+	flag.IntVar(&maxRebuilds, "max-concurrent-rebuilds", 10, "How many rebuild pods (stack fixes, buildpack and lifecycle upgrades) run at once across the foundation; 0 for no limit.")
 	flag.Float64Var(&qps, "kube-api-qps", 200, "Requests per second to the apiserver that the manager may make, sustained.")
 	flag.IntVar(&burst, "kube-api-burst", 400, "Requests to the apiserver that the manager may make in a burst.")
 	zapOpts := zap.Options{}
@@ -60,7 +62,7 @@ func main() {
 		setupLog.Error(err, "cannot create the manager")
 		os.Exit(1)
 	}
-	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, Webhooks: enableWebhooks, Concurrency: concurrency}); err != nil {
+	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, Webhooks: enableWebhooks, Concurrency: concurrency, MaxConcurrentRebuilds: maxRebuilds}); err != nil {
 		setupLog.Error(err, "cannot set up the manager")
 		os.Exit(1)
 	}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,12 +19,14 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/status"
 )
 
-// stackOnly is kpack's reason for a rebuild that only rebases the droplet on a new run image.
-const stackOnly = "STACK"
+// imageBuilderIndex indexes kpack Images by the Builder they build with (builderKey).
+const imageBuilderIndex = "spec.builder"
 
-// AppReconciler moves an app to the newest droplet that kpack rebuilt from the app's current
-// one: always for a new stack run image (a base-image fix), and for new buildpacks or a new
-// lifecycle as its org's BuildpackUpgradePolicy says. A failed rebuild never moves an app.
+// AppReconciler keeps every app on the newest droplet it may run. A stack fix (the running
+// droplet on its stack's latest run image, nothing else changed) is deployed under every
+// policy, and the reconciler rebases the running droplet itself when kpack's Image rebases
+// another one or none. An upgrade (another stack, other buildpacks, another lifecycle) is
+// deployed as the org's BuildpackUpgradePolicy says. An app that cannot be moved says why.
 type AppReconciler struct {
 	client   client.Client
 	reporter *status.Reporter
@@ -43,8 +42,11 @@ func NewAppReconciler(c client.Client, recorder events.EventRecorder, root strin
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kpack.io,resources=builds,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=kpack.io,resources=images;builders;clusterbuilders,verbs=get;list;watch
 
-// Reconcile moves the app to its newest rebuilt droplet, or says why it stays where it is.
+// Reconcile moves the app to the droplet it should run, rebases its droplet if kpack will
+// not, and says where its upgrades stand.
 func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	app := &cfv1alpha1.CFApp{}
 	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
@@ -59,31 +61,16 @@ func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result
 	}
 	decision := decideDroplet(in)
 	status.Set(app, decision.condition)
-	app.Status.HeldDropletRef = decision.held
+	app.Status.HeldDropletRef, app.Status.Droplet = decision.held, decision.droplet
+	if decision.rebase {
+		if err := r.rebase(ctx, app, in); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if decision.moveTo == nil {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.move(ctx, app, in.current, decision.moveTo)
-}
-
-// dropletInputs is what the droplet an app should run depends on, as observed.
-type dropletInputs struct {
-	app *cfv1alpha1.CFApp
-	// current is the CFBuild whose droplet the app runs; nil if it has none or it is gone.
-	current *cfv1alpha1.CFBuild
-	// newest is the newest rebuild of the current droplet's lineage, newer than it; nil if none.
-	newest *cfv1alpha1.CFBuild
-	// newestKpackBuild is the kpack Build that newest says it follows; nil if there is none.
-	newestKpackBuild *kpackv1alpha2.Build
-	policy           cfv1alpha1.BuildpackUpgradePolicy
-}
-
-// dropletDecision is what the app reconciler decides: the app's DropletCurrent condition, the
-// droplet held for a restage, and the droplet to move the app to, if any.
-type dropletDecision struct {
-	condition metav1.Condition
-	held      *corev1.LocalObjectReference
-	moveTo    *cfv1alpha1.CFBuild
+	return ctrl.Result{}, r.move(ctx, app, in.current, decision.moveTo, decision.why)
 }
 
 func (r *AppReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dropletInputs, error) {
@@ -95,64 +82,98 @@ func (r *AppReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dro
 	if in.current, err = get(ctx, r.client, app.Namespace, app.Spec.CurrentDropletRef.Name, &cfv1alpha1.CFBuild{}); in.current == nil || err != nil {
 		return in, err
 	}
-	if in.newest, err = r.newestRebuild(ctx, in.current); in.newest == nil || err != nil {
+	if in.lineage, err = r.lineage(ctx, in.current); err != nil {
 		return in, err
 	}
-	if in.newestKpackBuild, err = get(ctx, r.client, app.Namespace, in.newest.Labels[cfv1alpha1.KpackBuildLabel], &kpackv1alpha2.Build{}); err != nil {
+	if in.policy, err = r.upgradePolicy(ctx, app.Namespace); err != nil {
 		return in, err
 	}
-	in.policy, err = r.upgradePolicy(ctx, app.Namespace)
-	return in, err
+	image, err := get(ctx, r.client, app.Namespace, app.Name, &kpackv1alpha2.Image{})
+	if image == nil || err != nil {
+		return in, err
+	}
+	if in.builder, err = r.builderOf(ctx, image); err != nil {
+		return in, err
+	}
+	builds := &kpackv1alpha2.BuildList{}
+	if err := r.client.List(ctx, builds, client.InNamespace(app.Namespace), client.MatchingLabels{kpackv1alpha2.ImageLabel: image.Name}); err != nil {
+		return in, err
+	}
+	in.kpackLatest = latestKpackBuild(builds.Items)
+	return in, nil
 }
 
-// decideDroplet decides whether the app moves to the newest rebuild of its droplet.
-func decideDroplet(in dropletInputs) dropletDecision {
-	switch {
-	case in.app.Spec.CurrentDropletRef.Name == "":
-		return dropletDecision{condition: dropletCondition(metav1.ConditionUnknown, cfv1alpha1.NoDropletReason, "the app has no droplet yet")}
-	case in.current == nil:
-		return dropletDecision{condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.DropletMissingReason,
-			"the app's droplet, CFBuild %s, does not exist", in.app.Spec.CurrentDropletRef.Name)}
-	case in.newest == nil || !genuineRebuild(in.newest, in.newestKpackBuild):
-		return dropletDecision{condition: dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet")}
+// lineage returns the droplets of a droplet's package: the lineage's first CFBuild and every
+// rebuild of it; and every rebase of the droplet's image, whichever lineage it was filed under
+// (a restage with nothing changed stages the same image again, in a lineage of its own).
+func (r *AppReconciler) lineage(ctx context.Context, current *cfv1alpha1.CFBuild) ([]cfv1alpha1.CFBuild, error) {
+	origin := lineageOf(current)
+	builds := &cfv1alpha1.CFBuildList{}
+	if err := r.client.List(ctx, builds, client.InNamespace(current.Namespace)); err != nil {
+		return nil, err
 	}
-	reason := in.newest.Annotations[cfv1alpha1.RebuildReasonAnnotation]
-	succeeded := meta.FindStatusCondition(in.newest.Status.Conditions, cfv1alpha1.SucceededCondition)
-	switch {
-	case succeeded == nil || succeeded.Status == metav1.ConditionUnknown:
-		return dropletDecision{condition: dropletCondition(metav1.ConditionTrue, cfv1alpha1.RebuildingReason,
-			"kpack rebuilds the droplet because of %s (CFBuild %s)", reason, in.newest.Name)}
-	case succeeded.Status == metav1.ConditionFalse:
-		return dropletDecision{condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
-			"the rebuild because of %s failed, the app keeps droplet %s: %s", reason, in.current.Name, succeeded.Message)}
-	case reason != stackOnly && in.policy != cfv1alpha1.AutomaticUpgrades:
-		return dropletDecision{
-			held: &corev1.LocalObjectReference{Name: in.newest.Name},
-			condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.UpgradeHeldReason,
-				"droplet %s was rebuilt because of %s and is held by the org's %s policy; restage (set spec.currentDropletRef to %s) to run it",
-				in.newest.Name, reason, in.policy, in.newest.Name),
+	var lineage []cfv1alpha1.CFBuild
+	for _, b := range builds.Items {
+		rebasesCurrent := b.Status.Rebuild != nil && current.Status.Droplet != nil && sameImage(b.Status.Rebuild.Image, current.Status.Droplet.Registry.Image)
+		if b.Spec.AppRef.Name == current.Spec.AppRef.Name && (b.Name == origin || b.Labels[cfv1alpha1.RebuildOfLabel] == origin || rebasesCurrent) {
+			lineage = append(lineage, b)
 		}
 	}
-	return dropletDecision{
-		moveTo:    in.newest,
-		condition: dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app runs its newest droplet"),
+	return lineage, nil
+}
+
+// lineageOf is the first CFBuild of a droplet's lineage: the build that staged its package.
+func lineageOf(b *cfv1alpha1.CFBuild) string {
+	if origin := b.Labels[cfv1alpha1.RebuildOfLabel]; origin != "" {
+		return origin
 	}
+	return b.Name
 }
 
-// genuineRebuild says whether a rebuild CFBuild is what cf-hnc made of a build kpack started:
-// named after that kpack Build, which stages its lineage with the number and reasons it
-// carries. Admission refuses these labels from anyone but cf-hnc; this holds even without it.
-func genuineRebuild(rebuild *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build) bool {
-	return kb != nil &&
-		rebuild.Name == kb.Name &&
-		rebuild.Labels[cfv1alpha1.KpackBuildLabel] == kb.Name &&
-		rebuild.Labels[cfv1alpha1.RebuildOfLabel] == stagedBuild(kb) &&
-		rebuild.Labels[cfv1alpha1.KpackBuildNumberLabel] == kb.Labels[kpackv1alpha2.BuildNumberLabel] &&
-		rebuild.Annotations[cfv1alpha1.RebuildReasonAnnotation] == kb.Annotations[kpackv1alpha2.BuildReasonAnnotation]
+// builderOf is what the Builder of an Image gives now, or nil if that is not known.
+func (r *AppReconciler) builderOf(ctx context.Context, image *kpackv1alpha2.Image) (*builderStack, error) {
+	ref := image.Spec.Builder
+	switch ref.Kind {
+	case kpackv1alpha2.ClusterBuilderKind:
+		cb, err := get(ctx, r.client, "", ref.Name, &kpackv1alpha2.ClusterBuilder{})
+		if cb == nil || err != nil {
+			return nil, err
+		}
+		return builderStackOf(ref.Kind, ref.Name, cb.Generation, &cb.Status), nil
+	case kpackv1alpha2.BuilderKind:
+		b, err := get(ctx, r.client, image.Namespace, ref.Name, &kpackv1alpha2.Builder{})
+		if b == nil || err != nil {
+			return nil, err
+		}
+		return builderStackOf(ref.Kind, ref.Name, b.Generation, &b.Status), nil
+	}
+	return nil, nil
 }
 
-// move points the app at the rebuilt droplet and says why.
-func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, to *cfv1alpha1.CFBuild) error {
+// rebase starts cf-hnc's own rebase of the app's droplet onto its Builder's run image.
+func (r *AppReconciler) rebase(ctx context.Context, app *cfv1alpha1.CFApp, in dropletInputs) error {
+	image, err := get(ctx, r.client, app.Namespace, app.Name, &kpackv1alpha2.Image{})
+	if image == nil || err != nil {
+		return err
+	}
+	pkg, err := get(ctx, r.client, app.Namespace, in.current.Spec.PackageRef.Name, &cfv1alpha1.CFPackage{})
+	if err != nil {
+		return err
+	}
+	build := desiredRebase(app, in.current, pkg, image, in.builder)
+	if err := r.client.Create(ctx, build); apierrors.IsAlreadyExists(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	r.recorder.Eventf(app, build, corev1.EventTypeNormal, cfv1alpha1.RebaseStartedReason, "Rebase",
+		"rebasing droplet %s onto %s, the latest run image of stack %s (kpack build %s)",
+		in.current.Name, in.builder.runImage, in.builder.stack, build.Name)
+	return nil
+}
+
+// move points the app at another droplet and says why.
+func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, to *cfv1alpha1.CFBuild, why string) error {
 	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	app.Spec.CurrentDropletRef.Name = to.Name
 	reported := app.Status.DeepCopy()
@@ -161,33 +182,8 @@ func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, t
 	}
 	app.Status = *reported
 	r.recorder.Eventf(app, to, corev1.EventTypeNormal, cfv1alpha1.DropletUpgradedReason, "Upgrade",
-		"moved from droplet %s to %s, which kpack rebuilt because of %s", from.Name, to.Name, to.Annotations[cfv1alpha1.RebuildReasonAnnotation])
+		"moved from droplet %s to %s, %s", from.Name, to.Name, why)
 	return nil
-}
-
-// newestRebuild returns the newest rebuild of the current droplet's lineage that is newer
-// than the current droplet, or nil.
-func (r *AppReconciler) newestRebuild(ctx context.Context, current *cfv1alpha1.CFBuild) (*cfv1alpha1.CFBuild, error) {
-	origin := current.Labels[cfv1alpha1.RebuildOfLabel]
-	if origin == "" {
-		origin = current.Name
-	}
-	rebuilds := &cfv1alpha1.CFBuildList{}
-	if err := r.client.List(ctx, rebuilds, client.InNamespace(current.Namespace), client.MatchingLabels{cfv1alpha1.RebuildOfLabel: origin}); err != nil {
-		return nil, err
-	}
-	newer := slices.DeleteFunc(rebuilds.Items, func(b cfv1alpha1.CFBuild) bool { return rebuildNumber(&b) <= rebuildNumber(current) })
-	if len(newer) == 0 {
-		return nil, nil
-	}
-	newest := slices.MaxFunc(newer, func(a, b cfv1alpha1.CFBuild) int { return rebuildNumber(&a) - rebuildNumber(&b) })
-	return &newest, nil
-}
-
-// rebuildNumber orders the droplets of a lineage: the origin is 0, a rebuild has kpack's number.
-func rebuildNumber(b *cfv1alpha1.CFBuild) int {
-	n, _ := strconv.Atoi(b.Labels[cfv1alpha1.KpackBuildNumberLabel])
-	return n
 }
 
 // upgradePolicy is the BuildpackUpgradePolicy of the org of a space namespace.
@@ -206,23 +202,69 @@ func (r *AppReconciler) upgradePolicy(ctx context.Context, namespace string) (cf
 	return org.Spec.BuildpackUpgradePolicy, nil
 }
 
-func dropletCondition(s metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
-	return metav1.Condition{Type: cfv1alpha1.DropletCurrentCondition, Status: s, Reason: reason, Message: fmt.Sprintf(format, args...)}
+// builderKey is how imageBuilderIndex names a Builder or ClusterBuilder.
+func builderKey(kind, namespace, name string) string {
+	if kind == kpackv1alpha2.ClusterBuilderKind {
+		namespace = ""
+	}
+	return kind + "/" + namespace + "/" + name
 }
 
-// SetupWithManager registers the reconciler: it runs for CFApps, for their CFBuilds, and for
-// every app of an org whose upgrade policy changed (a held droplet may now be deployed).
+// SetupWithManager registers the reconciler: it runs for CFApps, for their CFBuilds, kpack
+// Images and kpack Builds, for every app of an org whose upgrade policy changed (a held droplet
+// may now be deployed), and for every app whose Image builds with a Builder or ClusterBuilder
+// that changed (a new run image is a stack fix to roll out).
 func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := registerMetrics(mgr.GetClient()); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kpackv1alpha2.Image{}, imageBuilderIndex, func(o client.Object) []string {
+		image := o.(*kpackv1alpha2.Image)
+		return []string{builderKey(image.Spec.Builder.Kind, image.Namespace, image.Spec.Builder.Name)}
+	}); err != nil {
+		return err
+	}
+	appOf := func(name func(client.Object) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			if app := name(o); app != "" {
+				return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: app}}}
+			}
+			return nil
+		})
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("cfapp").
 		For(&cfv1alpha1.CFApp{}).
-		Watches(&cfv1alpha1.CFBuild{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-			build := o.(*cfv1alpha1.CFBuild)
-			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: build.Namespace, Name: build.Spec.AppRef.Name}}}
+		Watches(&cfv1alpha1.CFBuild{}, appOf(func(o client.Object) string { return o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name })).
+		Watches(&kpackv1alpha2.Image{}, appOf(client.Object.GetName)).
+		Watches(&kpackv1alpha2.Build{}, appOf(func(o client.Object) string {
+			if app := o.GetLabels()[cfv1alpha1.AppLabel]; app != "" {
+				return app
+			}
+			return o.GetLabels()[kpackv1alpha2.ImageLabel]
 		})).
+		Watches(&kpackv1alpha2.ClusterBuilder{}, handler.EnqueueRequestsFromMapFunc(r.appsBuildingWith)).
+		Watches(&kpackv1alpha2.Builder{}, handler.EnqueueRequestsFromMapFunc(r.appsBuildingWith)).
 		Watches(&cfv1alpha1.CFOrg{}, handler.EnqueueRequestsFromMapFunc(r.appsOfOrg),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
+}
+
+// appsBuildingWith maps a Builder or ClusterBuilder to the apps whose Image builds with it.
+func (r *AppReconciler) appsBuildingWith(ctx context.Context, o client.Object) []ctrl.Request {
+	kind := kpackv1alpha2.BuilderKind
+	if _, ok := o.(*kpackv1alpha2.ClusterBuilder); ok {
+		kind = kpackv1alpha2.ClusterBuilderKind
+	}
+	images := &kpackv1alpha2.ImageList{}
+	if err := r.client.List(ctx, images, client.MatchingFields{imageBuilderIndex: builderKey(kind, o.GetNamespace(), o.GetName())}); err != nil {
+		return nil
+	}
+	requests := make([]ctrl.Request, 0, len(images.Items))
+	for _, image := range images.Items {
+		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&image)})
+	}
+	return requests
 }
 
 // appsOfOrg maps an org to the apps of all its spaces.

@@ -74,6 +74,9 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	}
 	if plan.kpackBuild != "" {
 		build.Status.KpackBuild, build.Status.Builder, build.Status.Droplet = plan.kpackBuild, plan.builder, plan.droplet
+		if plan.rebuild != nil {
+			build.Status.Rebuild = plan.rebuild
+		}
 	}
 	return ctrl.Result{}, r.act(ctx, in, plan)
 }

@@ -22,6 +22,8 @@ func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alp
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: app.Namespace,
 			Name:      app.Name,
+			// kpack copies it onto every Build of the Image and its pod.
+			Labels: map[string]string{cfv1alpha1.AppLabel: app.Name},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),

@@ -42,6 +42,8 @@ type stagingPlan struct {
 	builder    string
 	kpackBuild string
 	droplet    *cfv1alpha1.BuildDropletStatus
+	// rebuild is what a rebuild started from; nil for a build that a CFBuild asked for.
+	rebuild *cfv1alpha1.RebuildStatus
 	// dedicated is the Builder to apply and to add the app to the owners of; nil for none.
 	dedicated *kpackv1alpha2.Builder
 	// image is the app's Image to apply; nil until the build can start.
@@ -112,6 +114,12 @@ func follow(in stagingInputs) stagingPlan {
 		}}
 	}
 	p := stagingPlan{kpackBuild: kb.Name, builder: kb.Annotations[kpackv1alpha2.BuilderNameAnnotation]}
+	if _, rebuild := in.build.Labels[cfv1alpha1.KpackBuildLabel]; rebuild {
+		p.rebuild = &cfv1alpha1.RebuildStatus{RunImage: kb.Spec.RunImage.Image}
+		if kb.Spec.LastBuild != nil {
+			p.rebuild.Image = kb.Spec.LastBuild.Image
+		}
+	}
 	done := kb.Status.GetCondition(corev1alpha1.ConditionSucceeded)
 	switch {
 	case done.IsTrue():
@@ -168,10 +176,11 @@ func failure(kb *kpackv1alpha2.Build) (reason, message string) {
 // droplet is the droplet a succeeded kpack Build staged.
 func droplet(kb *kpackv1alpha2.Build, space *cfv1alpha1.SpaceBuildConfig, processes []cfv1alpha1.ProcessType) *cfv1alpha1.BuildDropletStatus {
 	d := &cfv1alpha1.BuildDropletStatus{
-		Registry:     cfv1alpha1.Registry{Image: kb.Status.LatestImage},
-		Stack:        kb.Status.Stack.ID,
-		RunImage:     kb.Status.Stack.RunImage,
-		ProcessTypes: processes,
+		Registry:         cfv1alpha1.Registry{Image: kb.Status.LatestImage},
+		Stack:            kb.Status.Stack.ID,
+		RunImage:         kb.Status.Stack.RunImage,
+		LifecycleVersion: kb.Status.LifecycleVersion,
+		ProcessTypes:     processes,
 	}
 	if space != nil {
 		d.Registry.ImagePullSecrets = space.SecretNames()

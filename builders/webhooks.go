@@ -25,10 +25,14 @@ import (
 
 // +kubebuilder:rbac:groups=kpack.io,resources=clusterstacks;clusterstores,verbs=get;list;watch
 
-// SetupWebhooks registers the validating webhooks of apps and builds.
+// SetupWebhooks registers the validating webhooks of apps and builds, and the one that gates
+// rebuild pods (rollout_webhook.go).
 func SetupWebhooks(mgr ctrl.Manager) error {
 	lifecycles := &lifecycleValidator{reader: mgr.GetClient()}
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFApp{}).WithValidator(&AppValidator{lifecycles}).Complete(); err != nil {
+		return err
+	}
+	if err := SetupRolloutWebhook(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFBuild{}).WithValidator(&BuildValidator{lifecycles}).Complete()

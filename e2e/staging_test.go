@@ -18,7 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,10 +54,22 @@ var _ = Describe("Staging", func() {
 		Expect(pusher).To(Equal(registryUserName(org)))
 	})
 
+	It("runs the first buildpack of the default Builder's order that detects, as Cloud Foundry does", func(ctx SpecContext) {
+		both := map[string]string{"go.mod": "module app\n", "main.go": "package main\n", "package.json": `{"name":"app"}`, "Procfile": "web: ./app\n"}
+		goFirst := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), both)
+		node := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), nodeSource)
+		Eventually(succeeded(ctx, goFirst)).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(succeeded(ctx, node)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		Expect(goFirst.Status.Droplet.Buildpacks).To(HaveExactElements(HaveField("ID", "paketo-buildpacks/go")),
+			"Go and Node.js both detect; Go comes first in the operator's order")
+		Expect(node.Status.Droplet.Buildpacks).To(HaveExactElements(HaveField("ID", "paketo-buildpacks/nodejs")))
+	})
+
 	It("gives a lifecycle with its own buildpacks a dedicated Builder that apps share and that goes with them", func(ctx SpecContext) {
 		lifecycle := cfv1alpha1.LifecycleData{Buildpacks: []string{"paketo-buildpacks/nodejs", "paketo-buildpacks/procfile"}}
 		first, second := createApp(ctx, space, lifecycle), createApp(ctx, space, lifecycle)
-		firstBuild, secondBuild := stage(ctx, org, first), stage(ctx, org, second)
+		firstBuild, secondBuild := stageSource(ctx, org, first, nodeSource), stageSource(ctx, org, second, nodeSource)
 		Eventually(succeeded(ctx, firstBuild)).Should(HaveField("Status", metav1.ConditionTrue))
 		Eventually(succeeded(ctx, secondBuild)).Should(HaveField("Status", metav1.ConditionTrue))
 
@@ -101,7 +113,8 @@ var _ = Describe("Upgrades", Ordered, func() {
 	It("moves every app to a rebased droplet after a stack run image fix, and keeps an app whose rebuild fails where it is", func(ctx SpecContext) {
 		healthy, broken := deployedApp(ctx, org, space), deployedApp(ctx, org, space)
 		healthyDroplet, brokenDroplet := healthy.Spec.CurrentDropletRef.Name, broken.Spec.CurrentDropletRef.Name
-		restore := cp.Kubelet().FailBuilds(types.NamespacedName{Namespace: space, Name: broken.Name}, "rebase failed: run image layer is corrupt")
+		// Every rebase of the broken app fails: kpack's, and the one cf-hnc tries after it.
+		restore := cp.Kubelet().FailBuildsMatching(space, labels.SelectorFromSet(labels.Set{cfv1alpha1.AppLabel: broken.Name}), "rebase failed: run image layer is corrupt")
 		DeferCleanup(restore)
 
 		runImage, err := cp.UpgradeRunImage(ctx)
@@ -113,7 +126,7 @@ var _ = Describe("Upgrades", Ordered, func() {
 		Expect(rebuilt.Annotations).To(HaveKeyWithValue(cfv1alpha1.RebuildReasonAnnotation, "STACK"))
 		Expect(rebuilt.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage.Digest))
 		Eventually(events(ctx, healthy)).Should(ContainElement(And(
-			HaveField("Reason", "DropletUpgraded"), HaveField("Note", ContainSubstring("because of STACK")))))
+			HaveField("Reason", "DropletUpgraded"), HaveField("Note", ContainSubstring("the latest run image of stack "+cp.Kpack().Images.Stack.ID)))))
 
 		Eventually(dropletCurrent(ctx, broken)).Should(And(
 			HaveField("Reason", "RebuildFailed"),
@@ -142,7 +155,7 @@ var _ = Describe("Upgrades", Ordered, func() {
 		Expect(currentDroplet(ctx, held)()).To(Equal(heldDroplet))
 		Eventually(dropletCurrent(ctx, later)).Should(HaveField("Reason", "UpgradeHeld"))
 
-		By("restaging: the app runs the held droplet")
+		By("running the held droplet, as cf set-droplet does")
 		restage := held.Status.HeldDropletRef.Name
 		update(ctx, held, func() { held.Spec.CurrentDropletRef.Name = restage })
 		Eventually(dropletCurrent(ctx, held)).Should(HaveField("Reason", "UpToDate"))
@@ -204,15 +217,26 @@ func createApp(ctx SpecContext, space string, lifecycle cfv1alpha1.LifecycleData
 	return app
 }
 
-// stage uploads a package of the app and creates a build of it, as `cf push` does.
+// Sources of apps, file name to content: a Go app, and a Node.js app.
+var (
+	goSource   = map[string]string{"Procfile": "web: ./app\n", "main.go": "package main\n"}
+	nodeSource = map[string]string{"Procfile": "web: node server.js\n", "package.json": `{"name":"app"}`, "server.js": "\n"}
+)
+
+// stage uploads a package of the app's Go source and creates a build of it, as `cf push` does.
 func stage(ctx SpecContext, org string, app *cfv1alpha1.CFApp) *cfv1alpha1.CFBuild {
+	return stageSource(ctx, org, app, goSource)
+}
+
+// stageSource uploads a package of source and creates a build of it, as `cf push` does.
+func stageSource(ctx SpecContext, org string, app *cfv1alpha1.CFApp, source map[string]string) *cfv1alpha1.CFBuild {
 	pkg := &cfv1alpha1.CFPackage{
 		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: string(uuid.NewUUID())},
 		Spec: cfv1alpha1.CFPackageSpec{
 			Type:   cfv1alpha1.BitsPackage,
 			AppRef: corev1.LocalObjectReference{Name: app.Name},
 			Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{
-				Image:            uploadSource(org),
+				Image:            uploadSource(org, source),
 				ImagePullSecrets: []corev1.LocalObjectReference{{Name: "cf-registry-org"}},
 			}},
 		},
@@ -230,22 +254,27 @@ func stage(ctx SpecContext, org string, app *cfv1alpha1.CFApp) *cfv1alpha1.CFBui
 	return build
 }
 
-// deployedApp is an app staged and running its droplet.
+// deployedApp is a Go app staged and running its droplet.
 func deployedApp(ctx SpecContext, org, space string) *cfv1alpha1.CFApp {
+	return deployedAppOf(ctx, org, space, goSource)
+}
+
+// deployedAppOf is an app of source staged and running its droplet.
+func deployedAppOf(ctx SpecContext, org, space string, source map[string]string) *cfv1alpha1.CFApp {
 	app := createApp(ctx, space, defaultLifecycle)
-	build := stage(ctx, org, app)
+	build := stageSource(ctx, org, app, source)
 	Eventually(succeeded(ctx, build)).Should(HaveField("Status", metav1.ConditionTrue))
 	update(ctx, app, func() { app.Spec.CurrentDropletRef.Name = build.Name })
 	Eventually(dropletCurrent(ctx, app)).Should(HaveField("Reason", "UpToDate"))
 	return app
 }
 
-// uploadSource pushes an app's source with the org's credentials, as the CF API does with
-// uploaded bits, and returns its reference.
-func uploadSource(org string) string {
+// uploadSource pushes an app's source files with the org's credentials, as the CF API does
+// with uploaded bits, and returns its reference.
+func uploadSource(org string, files map[string]string) string {
 	var source bytes.Buffer
 	w := tar.NewWriter(&source)
-	for name, content := range map[string]string{"Procfile": "web: ./app\n", "main.go": "package main\n"} {
+	for name, content := range files {
 		Expect(w.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content))})).To(Succeed())
 		_, err := w.Write([]byte(content))
 		Expect(err).NotTo(HaveOccurred())

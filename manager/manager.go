@@ -24,16 +24,20 @@ type Config struct {
 	Webhooks bool
 	// Concurrency is how many spaces, and how many builds, are reconciled at once.
 	Concurrency int
+	// MaxConcurrentRebuilds is how many rebuild pods (kpack's and cf-hnc's own rebases) run at
+	// once across the foundation; below 1, all at once.
+	MaxConcurrentRebuilds int
 }
 
 // Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
-// and ServiceAccounts are cached, not every Secret of the cluster.
+// and ServiceAccounts are cached, not every Secret of the cluster, and only kpack's build pods.
 func Options() ctrl.Options {
 	return ctrl.Options{
 		Scheme: cfscheme.New(),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:         {Label: buildconfig.Selector},
 			&corev1.ServiceAccount{}: {Label: buildconfig.Selector},
+			&corev1.Pod{}:            {Label: builders.BuildPodSelector},
 		}},
 	}
 }
@@ -66,6 +70,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	if err := builders.NewAppReconciler(c, mgr.GetEventRecorder("cf-hnc-app"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := builders.NewRolloutReconciler(c, cfg.MaxConcurrentRebuilds).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

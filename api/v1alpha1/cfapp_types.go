@@ -24,8 +24,10 @@ type CFAppSpec struct {
 	// Lifecycle is the app's default lifecycle for its builds.
 	Lifecycle Lifecycle `json:"lifecycle"`
 	// CurrentDropletRef names the CFBuild whose droplet the app runs. cf-hnc moves it to a
-	// rebuilt droplet after a stack upgrade (and after a buildpack upgrade when the org's
-	// policy is Automatic); setting it to a held droplet is the explicit restage.
+	// droplet that differs from the running one only in its run image (a stack fix) under
+	// every policy, and to one with another stack, other buildpacks or another lifecycle when
+	// the org's policy is Automatic. Setting it to the held droplet runs that droplet, as
+	// `cf set-droplet` does; a restage stages the app's package again and runs the result.
 	// +optional
 	CurrentDropletRef corev1.LocalObjectReference `json:"currentDropletRef,omitempty"`
 }
@@ -40,11 +42,44 @@ type CFAppStatus struct {
 	// ObservedGeneration is the generation these conditions describe.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// HeldDropletRef names a staged droplet that waits for an explicit restage, because the
-	// org's buildpack upgrade policy is Held.
+	// HeldDropletRef names a rebuilt droplet with another stack, other buildpacks or another
+	// lifecycle, which waits, because the org's buildpack upgrade policy is Held, until
+	// someone runs it (sets CurrentDropletRef to it) or restages the app.
 	// +optional
 	HeldDropletRef *corev1.LocalObjectReference `json:"heldDropletRef,omitempty"`
+	// Droplet is what the droplet the app runs is made of, and the run image that a stack fix
+	// moves it to: the app has the latest fix of its stack when RunImage and LatestRunImage
+	// have the same digest.
+	// +optional
+	Droplet *AppDropletStatus `json:"droplet,omitempty"`
 }
+
+// AppDropletStatus describes the droplet an app runs, for rollouts of stack fixes.
+type AppDropletStatus struct {
+	// Stack is the stack id of the droplet.
+	Stack string `json:"stack"`
+	// RunImage is the droplet's run image, by digest.
+	// +optional
+	RunImage string `json:"runImage,omitempty"`
+	// LatestRunImage is the run image that the app's Builder gives for the droplet's stack now.
+	// Empty when its Builder builds another stack (BuilderStack) or is not known.
+	// +optional
+	LatestRunImage string `json:"latestRunImage,omitempty"`
+	// BuilderStack is the stack id that the app's Builder builds now; empty while it is not
+	// known. When it is not Stack, no stack fix reaches the droplet any more.
+	// +optional
+	BuilderStack string `json:"builderStack,omitempty"`
+	// Rebuild names the CFBuild that puts the droplet on LatestRunImage, while it runs or
+	// after it failed.
+	// +optional
+	Rebuild *corev1.LocalObjectReference `json:"rebuild,omitempty"`
+}
+
+// AppLabel is on the kpack Images, Builds and build pods of an app: the app's GUID. kpack
+// copies an Image's labels onto its Builds and their pods, so
+// `kubectl get pods -n <space> -l workloads.cloudfoundry.org/app=<guid>` lists every build
+// of the app, also the rebases that cf-hnc starts itself.
+const AppLabel = "workloads.cloudfoundry.org/app"
 
 // CFApp is a Cloud Foundry app. It lives in its space's namespace.
 // +kubebuilder:object:root=true
@@ -53,7 +88,10 @@ type CFAppStatus struct {
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.desiredState`
 // +kubebuilder:printcolumn:name="Droplet",type=string,JSONPath=`.spec.currentDropletRef.name`
+// +kubebuilder:printcolumn:name="Current",type=string,JSONPath=`.status.conditions[?(@.type=="DropletCurrent")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="DropletCurrent")].reason`
 // +kubebuilder:printcolumn:name="Held Droplet",type=string,JSONPath=`.status.heldDropletRef.name`,priority=1
+// +kubebuilder:printcolumn:name="Stack",type=string,JSONPath=`.status.droplet.stack`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CFApp struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -34,6 +34,23 @@ type CFBuildStatus struct {
 	// Droplet is the staged droplet, once Succeeded is True.
 	// +optional
 	Droplet *BuildDropletStatus `json:"droplet,omitempty"`
+	// Rebuild is set on a rebuild (a CFBuild that cf-hnc made for a build it did not ask kpack
+	// for): what its kpack Build started from and which run image it was made for.
+	// +optional
+	Rebuild *RebuildStatus `json:"rebuild,omitempty"`
+}
+
+// RebuildStatus says what a rebuild started from, as its kpack Build says.
+type RebuildStatus struct {
+	// Image is the droplet image the rebuild started from (the kpack Build's
+	// spec.lastBuild.image). A rebase (reason exactly STACK, same stack id) puts this droplet,
+	// unchanged but for its run image, on RunImage.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// RunImage is the run image the rebuild was made for (the kpack Build's
+	// spec.runImage.image): the one its Builder gave for its stack when the rebuild started.
+	// +optional
+	RunImage string `json:"runImage,omitempty"`
 }
 
 // BuildDropletStatus is a staged droplet.
@@ -49,6 +66,12 @@ type BuildDropletStatus struct {
 	// +listType=atomic
 	// +optional
 	Buildpacks []BuildpackVersion `json:"buildpacks,omitempty"`
+	// LifecycleVersion is the version of the buildpack lifecycle that built the droplet.
+	// Together with Stack and Buildpacks it is what a stack fix must not change: a rebuilt
+	// droplet that differs from the running one in any of them is an upgrade, which the org's
+	// BuildpackUpgradePolicy decides on.
+	// +optional
+	LifecycleVersion string `json:"lifecycleVersion,omitempty"`
 	// ProcessTypes are the app's processes.
 	// +listType=map
 	// +listMapKey=type

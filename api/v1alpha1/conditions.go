@@ -10,7 +10,9 @@ const (
 	StagingCondition = "Staging"
 	// SucceededCondition on CFBuild: True with a droplet, False when staging failed.
 	SucceededCondition = "Succeeded"
-	// DropletCurrentCondition on CFApp: False while a staged droplet waits for a restage.
+	// DropletCurrentCondition on CFApp: True while the app runs its newest deployable droplet
+	// (or kpack rebuilds it); False while a droplet waits for a restage, a rebuild failed, or
+	// no stack fix can reach the app.
 	DropletCurrentCondition = "DropletCurrent"
 )
 
@@ -71,10 +73,17 @@ const (
 	RebuildFailedReason   = "RebuildFailed"
 	UpgradeHeldReason     = "UpgradeHeld"
 	DropletUpgradedReason = "DropletUpgraded"
+	// NoRunImageReason: no builder the app builds with gives a run image for the stack of the
+	// droplet it runs any more (its Builder moved to another stack), so no stack fix can reach
+	// it; a restage moves it to the stack its Builder gives now.
+	NoRunImageReason = "NoRunImage"
 )
 
 // Reasons of events that no condition carries.
 const (
 	// RebuildStartedReason: kpack started a rebuild of an app, and cf-hnc made its CFBuild.
 	RebuildStartedReason = "RebuildStarted"
+	// RebaseStartedReason: cf-hnc started a rebase of the droplet an app runs onto the latest
+	// run image of its stack, because kpack's Image rebases another droplet or none.
+	RebaseStartedReason = "RebaseStarted"
 )

@@ -82,12 +82,16 @@ func (cp *ControlPlane) placeDefaultBuilder(ctx context.Context) error {
 }
 
 // Builder is a namespaced Builder on the seeded stack and store with every seeded buildpack,
-// every default set explicitly: kpack's defaulting webhook does not run here.
+// every default set explicitly: kpack's defaulting webhook does not run here. Its order is Cloud
+// Foundry's detection: one group per buildpack, in the operator's order (Go, Java, Node.js,
+// Procfile), so that the first buildpack that detects an app builds it alone. One group with
+// every buildpack optional would run every buildpack that detects.
 func (k *Kpack) Builder(namespace, name, serviceAccount, tag string) *kpackv1alpha2.Builder {
-	var group []kpackv1alpha2.BuilderBuildpackRef
+	var order []kpackv1alpha2.BuilderOrderEntry
 	for _, bp := range k.Images.Buildpacks {
-		group = append(group, kpackv1alpha2.BuilderBuildpackRef{BuildpackRef: corev1alpha1.BuildpackRef{
-			BuildpackInfo: corev1alpha1.BuildpackInfo{Id: bp.ID}, Optional: true}})
+		order = append(order, kpackv1alpha2.BuilderOrderEntry{Group: []kpackv1alpha2.BuilderBuildpackRef{
+			{BuildpackRef: corev1alpha1.BuildpackRef{BuildpackInfo: corev1alpha1.BuildpackInfo{Id: bp.ID}}},
+		}})
 	}
 	return &kpackv1alpha2.Builder{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
@@ -97,7 +101,7 @@ func (k *Kpack) Builder(namespace, name, serviceAccount, tag string) *kpackv1alp
 				Stack:     corev1.ObjectReference{Kind: kpackv1alpha2.ClusterStackKind, Name: Stack},
 				Store:     corev1.ObjectReference{Kind: kpackv1alpha2.ClusterStoreKind, Name: Store},
 				Lifecycle: corev1.ObjectReference{Kind: kpackv1alpha2.ClusterLifecycleKind, Name: lifecycleName},
-				Order:     []kpackv1alpha2.BuilderOrderEntry{{Group: group}},
+				Order:     order,
 			},
 			ServiceAccountName: serviceAccount,
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -195,4 +196,41 @@ func (cp *ControlPlane) UpgradeBuildpack(ctx context.Context, id, version string
 	patch := client.MergeFrom(store.DeepCopy())
 	store.Spec.Sources = append(store.Spec.Sources, corev1alpha1.ImageSource{Image: bp.Image.Tag})
 	return bp, cp.Client.Patch(ctx, store, patch)
+}
+
+// AddStack does what an operator does to offer a new stack: it publishes the stack's build and
+// run image with stack id (registry.PublishStack) and creates a ClusterStack called name from
+// them, then waits until kpack reports it Ready. A default Builder moves to it when its
+// spec.stack names it; apps on the old stack are then rebuilt from source, since a droplet
+// cannot be rebased across stack ids.
+func (cp *ControlPlane) AddStack(ctx context.Context, name, id string) (registry.Stack, error) {
+	stack, err := cp.kpack.Registry.PublishStack(ctx, id)
+	if err != nil {
+		return stack, err
+	}
+	clusterStack := &kpackv1alpha2.ClusterStack{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kpackv1alpha2.ClusterStackSpec{
+			Id:         stack.ID,
+			BuildImage: kpackv1alpha2.ClusterStackSpecImage{Image: stack.BuildImage.Tag},
+			RunImage:   kpackv1alpha2.ClusterStackSpecImage{Image: stack.RunImage.Tag},
+		},
+	}
+	if err := cp.Client.Create(ctx, clusterStack); err != nil && !apierrors.IsAlreadyExists(err) {
+		return stack, err
+	}
+	return stack, cp.kpack.controller.waitUntil(ctx, time.Minute, name+" Ready", cp.kpackReady(clusterStack))
+}
+
+// WithdrawBuildpack does what an operator does to back out a bad buildpack release: it
+// removes the buildpackage of id at version from the ClusterStore's sources. kpack then
+// rebuilds the Builders that used it with the version before, and the Images built with it.
+func (cp *ControlPlane) WithdrawBuildpack(ctx context.Context, bp registry.Buildpack) error {
+	store := &kpackv1alpha2.ClusterStore{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: Store}, store); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(store.DeepCopy())
+	store.Spec.Sources = slices.DeleteFunc(store.Spec.Sources, func(s corev1alpha1.ImageSource) bool { return s.Image == bp.Image.Tag })
+	return cp.Client.Patch(ctx, store, patch)
 }

@@ -39,6 +39,7 @@ import (
 // lifecycle and the buildpacks are shell scripts that only say what they are.
 
 const (
+	// stackID is the id of the seeded stack.
 	stackID = "io.buildpacks.stacks.jammy"
 	// cnbUserID and cnbGroupID own the build's files; kpack copies them into the builder.
 	cnbUserID  = 1000
@@ -59,12 +60,12 @@ var (
 	fileTime = time.Date(1980, time.January, 1, 0, 0, 1, 0, time.UTC)
 )
 
-// stackImage is the stack's build image (build true) or run image; patch is the level of its
-// base layer, raised for every fixed run image.
-func stackImage(build bool, patch int) (v1.Image, error) {
+// stackImage is the build image (build true) or run image of the stack with id; patch is the
+// level of its base layer, raised for every fixed run image.
+func stackImage(id string, build bool, patch int) (v1.Image, error) {
 	base, err := tarLayer(
 		dir("etc", 0),
-		file("etc/os-release", 0o644, fmt.Sprintf("NAME=\"Synthetic Jammy\"\nID=ubuntu\nVERSION_ID=\"22.04\"\nPATCH_LEVEL=%d\n", patch)),
+		file("etc/os-release", 0o644, fmt.Sprintf("NAME=\"Synthetic %s\"\nID=ubuntu\nPATCH_LEVEL=%d\n", id, patch)),
 		file("etc/passwd", 0o644, fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\ncnb:x:%d:%d::/home/cnb:/bin/sh\n", cnbUserID, cnbGroupID)),
 		file("etc/group", 0o644, fmt.Sprintf("root:x:0:\ncnb:x:%d:\n", cnbGroupID)),
 		dir("home", 0),
@@ -86,9 +87,9 @@ func stackImage(build bool, patch int) (v1.Image, error) {
 		c.Env = append(c.Env,
 			"CNB_USER_ID="+strconv.Itoa(cnbUserID),
 			"CNB_GROUP_ID="+strconv.Itoa(cnbGroupID),
-			"CNB_STACK_ID="+stackID,
+			"CNB_STACK_ID="+id,
 		)
-		c.Labels[cnb.StackIDLabel] = stackID
+		c.Labels[cnb.StackIDLabel] = id
 	})
 }
 
@@ -132,10 +133,32 @@ func lifecycleImage(version string) (v1.Image, error) {
 	})
 }
 
+// detectFiles are the files at an app's root that the seeded buildpacks detect, as their
+// Paketo namesakes do; a buildpack not listed detects every app. The stand-in kubelet reads
+// them from the buildpack's detect-files (standinkubelet.DetectFilesName), as bin/detect does.
+var detectFiles = map[string][]string{
+	"paketo-buildpacks/go":       {"go.mod", "*.go"},
+	"paketo-buildpacks/java":     {"pom.xml", "build.gradle", "*.jar"},
+	"paketo-buildpacks/nodejs":   {"package.json"},
+	"paketo-buildpacks/procfile": {"Procfile"},
+}
+
+// detectScript is a buildpack's bin/detect: it passes (exit 0) for an app with a file that
+// matches a pattern of detect-files at its root, and fails (exit 100) otherwise, as buildpack
+// API 0.10 says.
+const detectScript = `#!/bin/sh
+patterns="$(dirname "$0")/../detect-files"
+[ -f "$patterns" ] || exit 0
+while read -r pattern; do
+  for f in $pattern; do [ -e "$f" ] && exit 0; done
+done < "$patterns"
+exit 100
+`
+
 // buildpackageImage is a buildpackage that holds one buildpack.
 func buildpackageImage(id, version string) (v1.Image, error) {
 	bpDir := path.Join("cnb/buildpacks", strings.ReplaceAll(id, "/", "_"), version)
-	layer, err := tarLayer(
+	entries := []tarEntry{
 		dir("cnb", 0),
 		dir("cnb/buildpacks", 0),
 		dir(path.Dir(bpDir), 0),
@@ -144,9 +167,13 @@ func buildpackageImage(id, version string) (v1.Image, error) {
 			"api = %q\n\n[buildpack]\n  id = %q\n  version = %q\n  name = %q\n\n[[stacks]]\n  id = \"*\"\n",
 			buildpackAPI, id, version, "Synthetic "+id)),
 		dir(bpDir+"/bin", 0),
-		file(bpDir+"/bin/detect", 0o755, "#!/bin/sh\nexit 0\n"),
+		file(bpDir+"/bin/detect", 0o755, detectScript),
 		file(bpDir+"/bin/build", 0o755, fmt.Sprintf("#!/bin/sh\necho \"synthetic buildpack %s %s\"\n", id, version)),
-	)
+	}
+	if patterns, ok := detectFiles[id]; ok {
+		entries = append(entries, file(bpDir+"/detect-files", 0o644, strings.Join(patterns, "\n")+"\n"))
+	}
+	layer, err := tarLayer(entries...)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -118,6 +121,60 @@ var _ = Describe("Synthetic CNB images", func() {
 			Expect(imagehelpers.GetLabel(img, "io.buildpacks.buildpackage.metadata", &pkg)).To(Succeed())
 			Expect(pkg).To(And(HaveField("Id", bp.ID), HaveField("Version", bp.Version)))
 		}
+	})
+
+	It("publishes buildpacks whose bin/detect detects the apps their namesakes detect", func() {
+		detects := map[string][]string{
+			"paketo-buildpacks/go":       {"go.mod", "main.go"},
+			"paketo-buildpacks/java":     {"pom.xml", "build.gradle", "app.jar"},
+			"paketo-buildpacks/nodejs":   {"package.json"},
+			"paketo-buildpacks/procfile": {"Procfile"},
+		}
+		for _, bp := range images.Buildpacks {
+			img := fetch(bp.Image)
+			var layers map[string]map[string]struct {
+				LayerDiffID string `json:"layerDiffID"`
+			}
+			Expect(imagehelpers.GetLabel(img, "io.buildpacks.buildpack.layers", &layers)).To(Succeed())
+			files := tarFiles(must(img.LayerByDiffID(must(v1.NewHash(layers[bp.ID][bp.Version].LayerDiffID)))))
+			dir := "/cnb/buildpacks/" + strings.ReplaceAll(bp.ID, "/", "_") + "/" + bp.Version
+			Expect(files).To(HaveKey(dir + "/detect-files"))
+
+			// Run bin/detect as the lifecycle would, in an app directory.
+			bpDir := GinkgoT().TempDir()
+			Expect(os.MkdirAll(filepath.Join(bpDir, "bin"), 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(bpDir, "bin", "detect"), []byte(files[dir+"/bin/detect"]), 0o755)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(bpDir, "detect-files"), []byte(files[dir+"/detect-files"]), 0o644)).To(Succeed())
+			exitCode := func(appFiles ...string) int {
+				app := GinkgoT().TempDir()
+				for _, f := range appFiles {
+					Expect(os.WriteFile(filepath.Join(app, f), nil, 0o644)).To(Succeed())
+				}
+				cmd := exec.Command(filepath.Join(bpDir, "bin", "detect"))
+				cmd.Dir = app
+				err := cmd.Run()
+				var exit *exec.ExitError
+				if errors.As(err, &exit) {
+					return exit.ExitCode()
+				}
+				Expect(err).NotTo(HaveOccurred())
+				return 0
+			}
+			for _, f := range detects[bp.ID] {
+				Expect(exitCode(f)).To(Equal(0), "%s detects %s", bp.ID, f)
+			}
+			Expect(exitCode("README.md")).To(Equal(100), "%s passes on an app it cannot build", bp.ID)
+		}
+	})
+
+	It("publishes another stack, with its own id, to migrate to", func() {
+		stack, err := reg.PublishStack(context.Background(), "io.buildpacks.stacks.noble")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stack.ID).To(Equal("io.buildpacks.stacks.noble"))
+		for _, ref := range []registry.Ref{stack.BuildImage, stack.RunImage} {
+			Expect(imagehelpers.GetStringLabel(fetch(ref), "io.buildpacks.stack.id")).To(Equal(stack.ID))
+		}
+		Expect(stack.RunImage.Digest).NotTo(Equal(images.Stack.RunImage.Digest))
 	})
 
 	It("publishes the same images again without changing them", func() {

@@ -78,7 +78,7 @@ func (r Ref) Pinned() string {
 // Repositories, under the public prefix: stack/build and stack/run (tag "latest"),
 // lifecycle and buildpacks/<buildpack id> (tagged with the version).
 func (r *Registry) Seed(ctx context.Context) (Images, error) {
-	build, err := stackImage(true, 0)
+	build, err := stackImage(stackID, true, 0)
 	if err != nil {
 		return Images{}, err
 	}
@@ -124,11 +124,36 @@ func (r *Registry) PublishRunImage(ctx context.Context) (Ref, error) {
 
 // pushRunImage publishes the run image at a patch level; r.mu must be held.
 func (r *Registry) pushRunImage(ctx context.Context, patch int) (Ref, error) {
-	img, err := stackImage(false, patch)
+	img, err := stackImage(stackID, false, patch)
 	if err != nil {
 		return Ref{}, err
 	}
 	return r.push(ctx, "stack/run", "latest", img)
+}
+
+// PublishStack publishes the build and run image of another stack, with its own stack id, as
+// an operator publishes a new stack to migrate to (a new OS release, say). The images go to
+// stacks/<id>/build and stacks/<id>/run (tag "latest"). An app image built on one stack cannot
+// be rebased onto the other: the rebaser refuses a different stack id.
+func (r *Registry) PublishStack(ctx context.Context, id string) (Stack, error) {
+	if !buildpackIDPattern.MatchString(id) {
+		return Stack{}, fmt.Errorf("stack id %q is not a repository path", id)
+	}
+	stack := Stack{ID: id}
+	for _, build := range []bool{true, false} {
+		img, err := stackImage(id, build, 0)
+		if err != nil {
+			return Stack{}, err
+		}
+		repo, ref := "stacks/"+id+"/run", &stack.RunImage
+		if build {
+			repo, ref = "stacks/"+id+"/build", &stack.BuildImage
+		}
+		if *ref, err = r.push(ctx, repo, "latest", img); err != nil {
+			return Stack{}, err
+		}
+	}
+	return stack, nil
 }
 
 // PublishBuildpack publishes a buildpackage holding buildpack id at version (MAJOR.MINOR.PATCH),

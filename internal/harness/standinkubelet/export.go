@@ -30,18 +30,19 @@ const appDir = "workspace"
 
 // appLayer is the app layer the exporter writes: the source image's files under /workspace
 // (the part under subPath, if set), with normalized timestamps. It also returns the Procfile at
-// the app's root, if there is one.
-func appLayer(source v1.Image, subPath string) (v1.Layer, []byte, error) {
+// the app's root, if there is one, and the names at the app's root, which detection reads.
+func appLayer(source v1.Image, subPath string) (v1.Layer, []byte, []string, error) {
 	subPath = strings.Trim(path.Clean("/"+subPath), "/")
 	fs := mutate.Extract(source)
 	defer fs.Close()
 
 	var buf bytes.Buffer
 	var procfile []byte
+	var root []string
 	tr := tar.NewReader(fs)
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{Name: appDir + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: normalizedTime}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for {
 		hdr, err := tr.Next()
@@ -49,30 +50,33 @@ func appLayer(source v1.Image, subPath string) (v1.Layer, []byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the source image: %w", err)
+			return nil, nil, nil, fmt.Errorf("reading the source image: %w", err)
 		}
 		rel, ok := withinApp(hdr.Name, subPath)
 		if !ok {
 			continue
 		}
+		if !strings.Contains(rel, "/") {
+			root = append(root, rel)
+		}
 		var content io.Reader = tr
 		if rel == "Procfile" && hdr.Typeflag == tar.TypeReg {
 			if procfile, err = io.ReadAll(tr); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			content = bytes.NewReader(procfile)
 		}
 		if err := copyIntoApp(tw, hdr, rel, subPath, content); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
 	})
-	return layer, procfile, err
+	return layer, procfile, root, err
 }
 
 // copyIntoApp writes a source file at rel under the app directory.

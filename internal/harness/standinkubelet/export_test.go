@@ -49,10 +49,11 @@ var _ = Describe("appLayer", func() {
 	source := sourceFixture(map[string]string{"Procfile": "web: ./app", "app.rb": "puts 1", "api/Procfile": "web: ./api", "api/main.go": "package main"})
 
 	It("puts the source under /workspace and finds its Procfile", func() {
-		layer, procfile, err := appLayer(source, "")
+		layer, procfile, root, err := appLayer(source, "")
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(procfile)).To(Equal("web: ./app"))
+		Expect(root).To(ConsistOf("Procfile", "app.rb"), "the names detection reads")
 		Expect(filesOf(layer)).To(Equal(map[string]string{
 			"workspace/": "", "workspace/Procfile": "web: ./app", "workspace/app.rb": "puts 1",
 			"workspace/api/Procfile": "web: ./api", "workspace/api/main.go": "package main",
@@ -60,7 +61,7 @@ var _ = Describe("appLayer", func() {
 	})
 
 	It("takes only the source's subPath", func() {
-		layer, procfile, err := appLayer(source, "api/")
+		layer, procfile, _, err := appLayer(source, "api/")
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(procfile)).To(Equal("web: ./api"))
@@ -68,9 +69,9 @@ var _ = Describe("appLayer", func() {
 	})
 
 	It("is the same layer for the same source", func() {
-		first, _, err := appLayer(source, "")
+		first, _, _, err := appLayer(source, "")
 		Expect(err).NotTo(HaveOccurred())
-		second, _, err := appLayer(sourceFixture(map[string]string{"Procfile": "web: ./app", "app.rb": "puts 1", "api/Procfile": "web: ./api", "api/main.go": "package main"}), "")
+		second, _, _, err := appLayer(sourceFixture(map[string]string{"Procfile": "web: ./app", "app.rb": "puts 1", "api/Procfile": "web: ./api", "api/main.go": "package main"}), "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(first.Digest()).To(Equal(must(second.Digest())))
 	})
@@ -92,9 +93,9 @@ var _ = Describe("exporting, rebasing and reading back an app image", func() {
 	BeforeEach(func() {
 		run = runImageFixture(testStack, "1")
 		runRef = runRepo + "@" + must(run.Digest()).String()
-		app, procfile, err := appLayer(sourceFixture(map[string]string{"Procfile": "web: ./app\nworker: ./work"}), "")
+		app, procfile, files, err := appLayer(sourceFixture(map[string]string{"Procfile": "web: ./app\nworker: ./work"}), "")
 		Expect(err).NotTo(HaveOccurred())
-		found, err := detect(builderFixture(runRepo))
+		found, err := detect(builderFixture(runRepo), files)
 		Expect(err).NotTo(HaveOccurred())
 		procs, err := processes(procfile, found.buildpacks)
 		Expect(err).NotTo(HaveOccurred())

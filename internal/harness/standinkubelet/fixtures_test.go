@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -62,17 +63,31 @@ func runImageFixture(stack, version string) v1.Image {
 	)
 }
 
-// builderFixture is a builder image as kpack writes its labels: a group with a composite
-// buildpack, whose own order names two buildpacks, and a Procfile buildpack.
+// builderFixture is a builder image as kpack writes its labels, with the buildpacks' layers:
+// a group with a Go buildpack (detecting go.mod or *.go), then a group with a composite
+// buildpack, whose own order names two buildpacks that detect every app, and an optional
+// Procfile buildpack (detecting a Procfile).
 func builderFixture(runImage string) v1.Image {
+	type buildpack struct{ id, version, detect string }
+	layers := map[string]v1.Layer{}
+	for _, bp := range []buildpack{{"cf/go", "3.0.0", "go.mod\n*.go\n"}, {"cf/mri", "1.1.0", ""}, {"cf/bundler", "1.2.0", ""}, {"cf/procfile", "2.0.0", "Procfile\n"}} {
+		dir := "cnb/buildpacks/" + strings.ReplaceAll(bp.id, "/", "_") + "/" + bp.version
+		files := map[string]string{dir + "/buildpack.toml": "api = \"0.9\"\n"}
+		if bp.detect != "" {
+			files[dir+"/"+DetectFilesName] = bp.detect
+		}
+		layers[bp.id] = layerOf(files)
+	}
+	diffID := func(id string) string { return must(layers[id].DiffID()).String() }
+
 	labels := map[string]string{cnb.StackIDLabel: testStack}
 	Expect(setLabel(labels, cnb.BuildpackOrderLabel, kpackcorev1alpha1.Order{
 		{Group: []kpackcorev1alpha1.BuildpackRef{
-			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/ruby", Version: "1.0.0"}},
-			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/procfile", Version: "2.0.0"}, Optional: true},
+			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/go", Version: "3.0.0"}},
 		}},
 		{Group: []kpackcorev1alpha1.BuildpackRef{
-			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/go", Version: "3.0.0"}},
+			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/ruby", Version: "1.0.0"}},
+			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/procfile", Version: "2.0.0"}, Optional: true},
 		}},
 	})).To(Succeed())
 	Expect(setLabel(labels, cnb.BuildpackLayersLabel, map[string]map[string]any{
@@ -80,17 +95,18 @@ func builderFixture(runImage string) v1.Image {
 			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/mri", Version: "1.1.0"}},
 			{BuildpackInfo: kpackcorev1alpha1.BuildpackInfo{Id: "cf/bundler", Version: "1.2.0"}},
 		}}}}},
-		"cf/mri":      {"1.1.0": map[string]any{"api": "0.9", "layerDiffID": "sha256:1", "homepage": "https://mri.test"}},
-		"cf/bundler":  {"1.2.0": map[string]any{"api": "0.9", "layerDiffID": "sha256:2"}},
-		"cf/procfile": {"2.0.0": map[string]any{"api": "0.9", "layerDiffID": "sha256:3"}},
-		"cf/go":       {"3.0.0": map[string]any{"api": "0.9", "layerDiffID": "sha256:4"}},
+		"cf/mri":      {"1.1.0": map[string]any{"api": "0.9", "layerDiffID": diffID("cf/mri"), "homepage": "https://mri.test"}},
+		"cf/bundler":  {"1.2.0": map[string]any{"api": "0.9", "layerDiffID": diffID("cf/bundler")}},
+		"cf/procfile": {"2.0.0": map[string]any{"api": "0.9", "layerDiffID": diffID("cf/procfile")}},
+		"cf/go":       {"3.0.0": map[string]any{"api": "0.9", "layerDiffID": diffID("cf/go")}},
 	})).To(Succeed())
 	Expect(setLabel(labels, cnb.BuilderMetadataLabel, map[string]any{
 		"description": "Custom Builder built with kpack",
 		"stack":       map[string]any{"runImage": map[string]any{"image": runImage}},
 		"lifecycle":   map[string]any{"version": testLifecycleVersion},
 	})).To(Succeed())
-	return imageOf(labels, layerOf(map[string]string{"cnb/lifecycle/detector": "#!"}))
+	return imageOf(labels, layerOf(map[string]string{"cnb/lifecycle/detector": "#!"}),
+		layers["cf/go"], layers["cf/mri"], layers["cf/bundler"], layers["cf/procfile"])
 }
 
 // sourceFixture is an app's source as a registry image source: its files in one layer.

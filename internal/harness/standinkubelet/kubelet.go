@@ -2,6 +2,7 @@ package standinkubelet
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,17 +77,21 @@ func New(cfg *rest.Config, opts Options) (*Kubelet, error) {
 		return nil, err
 	}
 
-	k := &Kubelet{manager: mgr, failures: &failures{byImage: map[types.NamespacedName]*failure{}}}
+	k := &Kubelet{manager: mgr, failures: &failures{}}
 	r := &podReconciler{
 		client:  mgr.GetClient(),
 		secrets: mgr.GetAPIReader(),
 		steps:   steps{registry: newRegistry(), failures: k.failures},
 	}
-	// A kubelet acts on a pod once, when it appears; restarts see every pod appear again.
-	// Retries come from errors and RequeueAfter, not from status updates.
+	// A kubelet acts on a pod once, when it is scheduled: when it appears without scheduling
+	// gates, or when its last gate goes; restarts see every pod appear again. Retries come from
+	// errors and RequeueAfter, not from status updates.
 	created := predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return needsKubelet(e.Object) },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		CreateFunc: func(e event.CreateEvent) bool { return needsKubelet(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, ok := e.ObjectOld.(*corev1.Pod)
+			return ok && !isScheduled(old) && needsKubelet(e.ObjectNew)
+		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
@@ -111,41 +116,49 @@ func (k *Kubelet) Run(ctx context.Context) error {
 // does, for every pod the Kubelet completes from now on until the returned function is called:
 // a build pod's build step, or a rebase pod's rebase step, exits non-zero with message as its
 // termination message, which kpack copies into the Build's Succeeded condition. The image
-// already pushed stays the Image's latest image. A later call for the same Image replaces an
-// earlier one.
+// already pushed stays the Image's latest image. A later call that matches the same pods takes
+// precedence over an earlier one.
 func (k *Kubelet) FailBuilds(image types.NamespacedName, message string) (restore func()) {
-	return k.failures.add(image, message)
+	return k.FailBuildsMatching(image.Namespace, labels.SelectorFromSet(labels.Set{kpackv1alpha2.ImageLabel: image.Name}), message)
 }
 
-// failures are the injected build failures, by kpack Image.
+// FailBuildsMatching is FailBuilds for the build pods in namespace whose labels match
+// selector: also those of Builds without an Image, whose pods carry the Build's labels.
+func (k *Kubelet) FailBuildsMatching(namespace string, selector labels.Selector, message string) (restore func()) {
+	return k.failures.add(&failure{namespace: namespace, selector: selector, message: message})
+}
+
+// failures are the injected build failures, the latest last.
 type failures struct {
-	mu      sync.Mutex
-	byImage map[types.NamespacedName]*failure
+	mu   sync.Mutex
+	list []*failure
 }
 
 type failure struct {
-	message string
+	namespace string
+	selector  labels.Selector
+	message   string
 }
 
-func (f *failures) add(image types.NamespacedName, message string) func() {
+func (f *failures) add(added *failure) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	added := &failure{message: message}
-	f.byImage[image] = added
+	f.list = append(f.list, added)
 	return func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.byImage[image] == added {
-			delete(f.byImage, image)
-		}
+		f.list = slices.DeleteFunc(f.list, func(x *failure) bool { return x == added })
 	}
 }
 
-func (f *failures) of(image types.NamespacedName) (string, bool) {
+// of returns the message of the latest failure that matches a pod.
+func (f *failures) of(namespace string, podLabels labels.Set) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if injected, ok := f.byImage[image]; ok {
-		return injected.message, true
+	for i := len(f.list) - 1; i >= 0; i-- {
+		if x := f.list[i]; x.namespace == namespace && x.selector.Matches(podLabels) {
+			return x.message, true
+		}
 	}
 	return "", false
 }
@@ -207,8 +220,8 @@ func (r *podReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	return reconcile.Result{}, nil
 }
 
-// needsKubelet reports whether an object is a kpack build pod that has not finished.
+// needsKubelet reports whether an object is a scheduled kpack build pod that has not finished.
 func needsKubelet(obj client.Object) bool {
 	pod, ok := obj.(*corev1.Pod)
-	return ok && isBuildPod(pod) && !isDone(pod)
+	return ok && isBuildPod(pod) && isScheduled(pod) && !isDone(pod)
 }

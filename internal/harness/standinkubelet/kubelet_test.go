@@ -24,6 +24,7 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -253,6 +254,41 @@ var _ = Describe("Kubelet, against a real apiserver and registry", Ordered, func
 		again := kpackBuild(namespace, tag(), source)
 		again.Name = "app-build-5"
 		Expect(finished(createPod(again, runV2, push)).Status.Phase).To(Equal(corev1.PodSucceeded))
+	})
+
+	It("runs a pod with scheduling gates only once they are gone, as a pod is scheduled only then", func() {
+		push := &corev1.Secret{}
+		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: "push"}, push)).To(Succeed())
+		gated := kpackBuild(namespace, tag(), source)
+		gated.Name = "app-build-gated"
+		build := gated.DeepCopy()
+		build.Namespace = namespace
+		pod := podFor(build, builder, runV1, *push)
+		pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/rollout"}}
+		Expect(k8s.Create(context.Background(), pod)).To(Succeed())
+
+		Consistently(func(g Gomega) {
+			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodPending))
+			g.Expect(pod.Status.InitContainerStatuses).To(BeEmpty())
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Spec.SchedulingGates = nil
+		Expect(k8s.Patch(context.Background(), pod, patch)).To(Succeed())
+		Expect(finished(pod).Status.Phase).To(Equal(corev1.PodSucceeded))
+	})
+
+	It("fails the pods of Builds without an Image that FailBuildsMatching selects", func() {
+		push := &corev1.Secret{}
+		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: "push"}, push)).To(Succeed())
+		DeferCleanup(kubelet.FailBuildsMatching(namespace, labels.SelectorFromSet(labels.Set{"example.com/app": "app"}), "rebase refused"))
+
+		standalone := asRebase(kpackBuild(namespace, tag(), source), built)
+		standalone.Name = "app-rebase-1"
+		standalone.Labels = map[string]string{"example.com/app": "app"}
+		pod := finished(createPod(standalone, runV2, push))
+		Expect(terminated(pod, "rebase")).To(HaveField("Message", "rebase refused"))
 	})
 
 	It("writes a Build's registry cache and reports it as kpack's completion binary does", func() {

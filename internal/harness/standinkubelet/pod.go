@@ -8,8 +8,8 @@ import (
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // registrySourcePullSecretsVolume is the volume through which kpack hands a registry source's
@@ -28,8 +28,9 @@ const (
 // binaries in the pod's containers would learn from its spec.
 type plan struct {
 	kind podKind
-	// image is the kpack Image the Build belongs to, the key for FailBuilds.
-	image types.NamespacedName
+	// namespace and labels are the pod's, which FailBuilds matches.
+	namespace string
+	labels    labels.Set
 	// tags are the app image tags, the first being the one kpack reports.
 	tags []string
 	// runImage is the run image to build on or rebase onto.
@@ -96,6 +97,12 @@ func isDone(pod *corev1.Pod) bool {
 		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
+// isScheduled reports whether a pod may be scheduled, and so reach a kubelet: a pod with
+// scheduling gates waits for whoever gated it, and no kubelet sees it meanwhile.
+func isScheduled(pod *corev1.Pod) bool {
+	return len(pod.Spec.SchedulingGates) == 0
+}
+
 // planFor reads a kpack build pod. It fails for layouts the stand-in does not simulate, such
 // as kpack's injected-sidecar layout.
 func planFor(pod *corev1.Pod) (plan, error) {
@@ -104,8 +111,9 @@ func planFor(pod *corev1.Pod) (plan, error) {
 		return plan{}, errors.New("expected exactly one container, completion, as kpack creates without injected sidecar support")
 	}
 	p := plan{
-		image:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[kpackv1alpha2.ImageLabel]},
-		cacheTag: env(completion, kpackv1alpha2.CacheTagEnvVar),
+		namespace: pod.Namespace,
+		labels:    labels.Set(pod.Labels),
+		cacheTag:  env(completion, kpackv1alpha2.CacheTagEnvVar),
 	}
 	for _, s := range pod.Spec.ImagePullSecrets {
 		p.secrets.podPull = append(p.secrets.podPull, s.Name)

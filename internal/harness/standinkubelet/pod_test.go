@@ -6,7 +6,6 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 var _ = Describe("parseArgs", func() {
@@ -55,7 +54,8 @@ var _ = Describe("planFor", func() {
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(p.kind).To(Equal(buildPod))
-		Expect(p.image).To(Equal(types.NamespacedName{Namespace: "space", Name: "app"}))
+		Expect(p.namespace).To(Equal("space"))
+		Expect(p.labels).To(HaveKeyWithValue(kpackv1alpha2.ImageLabel, "app"))
 		Expect(p.tags).To(Equal([]string{tag, tag + ":b1"}))
 		Expect(p.runImage).To(Equal(runImage))
 		Expect(p.builderImage).To(Equal(builderImage))
@@ -80,7 +80,8 @@ var _ = Describe("planFor", func() {
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(p.kind).To(Equal(rebasePod))
-		Expect(p.image).To(Equal(types.NamespacedName{Namespace: "space", Name: "app"}))
+		Expect(p.namespace).To(Equal("space"))
+		Expect(p.labels).To(HaveKeyWithValue(kpackv1alpha2.ImageLabel, "app"))
 		Expect(p.tags).To(Equal([]string{tag, tag + ":b1"}))
 		Expect(p.runImage).To(Equal(runImage))
 		Expect(p.lastBuiltImage).To(Equal(last))

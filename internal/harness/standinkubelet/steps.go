@@ -29,14 +29,14 @@ func (s steps) build(ctx context.Context, p plan, creds credentials) outcome {
 		return imagePullFailed(kpackv1alpha2.AnalyzeContainerName, fmt.Errorf("failed to pull image %q: %w", p.builderImage, err))
 	}
 
-	found, err := detect(builder)
+	found, err := detect(builder, in.files)
 	if errors.Is(err, errNoGroup) {
 		return failed(kpackv1alpha2.DetectContainerName, exitNoGroupDetected, err)
 	} else if err != nil {
 		return failed(kpackv1alpha2.DetectContainerName, exitFailed, err)
 	}
 
-	if message, ok := s.failures.of(p.image); ok {
+	if message, ok := s.failures.of(p.namespace, p.labels); ok {
 		return failed(kpackv1alpha2.BuildContainerName, exitBuildpackFailed, errors.New(message))
 	}
 	procs, err := processes(in.procfile, found.buildpacks)
@@ -66,6 +66,8 @@ type prepared struct {
 	source   name.Digest
 	app      v1.Layer
 	procfile []byte
+	// files are the names at the app's root.
+	files []string
 }
 
 // prepare does what kpack's build-init does: it checks access and fetches the source.
@@ -88,11 +90,11 @@ func (s steps) prepare(ctx context.Context, p plan, creds credentials) (prepared
 	if err != nil {
 		return fail(fmt.Errorf("pulling %s: %w", p.source, err))
 	}
-	app, procfile, err := appLayer(source, p.sourceSubPath)
+	app, procfile, files, err := appLayer(source, p.sourceSubPath)
 	if err != nil {
 		return fail(err)
 	}
-	return prepared{run: run, source: sourceRef, app: app, procfile: procfile}, nil
+	return prepared{run: run, source: sourceRef, app: app, procfile: procfile, files: files}, nil
 }
 
 // export does what the lifecycle's exporter does: it pushes the app image to every tag and,
@@ -120,7 +122,7 @@ func (s steps) export(ctx context.Context, p plan, creds credentials, e export) 
 
 // rebase does what a rebase pod's containers do.
 func (s steps) rebase(ctx context.Context, p plan, creds credentials) outcome {
-	if message, ok := s.failures.of(p.image); ok {
+	if message, ok := s.failures.of(p.namespace, p.labels); ok {
 		return failed(kpackv1alpha2.RebaseContainerName, exitFailed, errors.New(message))
 	}
 	app, _, err := s.registry.image(ctx, p.lastBuiltImage, creds.build())

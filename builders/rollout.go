@@ -1,0 +1,115 @@
+package builders
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Pacing a rollout. kpack starts a rebuild of every Image on a Builder as soon as the Builder
+// changes, and cf-hnc starts its own rebases as soon as a run image changes: a stack fix would
+// start a build pod per app at once. A mutating webhook puts a scheduling gate on every
+// rebuild pod in a CF space (kpack copies a Build's reason annotation onto its pod), and the
+// rollout reconciler lifts the gate from at most --max-concurrent-rebuilds pods at a time,
+// stack fixes first. Pushes are not gated. A gated pod is not scheduled: nothing runs it, and
+// its Build waits, neither failed nor timing out. With the manager down, the webhook fails
+// open: pods are then made without the gate and run at once, as they would without cf-hnc.
+
+const (
+	// RolloutGate is the scheduling gate on a rebuild pod that waits for its turn.
+	RolloutGate = "workloads.cloudfoundry.org/rollout"
+	// PacedAnnotation is on every rebuild pod that cf-hnc paces, also once its gate is gone.
+	PacedAnnotation = "workloads.cloudfoundry.org/paced"
+)
+
+// pacedReasons are kpack's reasons for the builds that no push asked for.
+var pacedReasons = []string{"STACK", "BUILDPACK", "LIFECYCLE"}
+
+// BuildPodSelector selects the pods that kpack makes for Builds: the manager caches only those.
+var BuildPodSelector = func() labels.Selector {
+	hasBuild, err := labels.NewRequirement(kpackv1alpha2.BuildLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*hasBuild)
+}()
+
+// isRebuildPod says whether a pod is kpack's pod of a rebuild: every reason of its Build is one
+// that no push gives.
+func isRebuildPod(pod *corev1.Pod) bool {
+	if _, ok := pod.Labels[kpackv1alpha2.BuildLabel]; !ok {
+		return false
+	}
+	reasons := pod.Annotations[kpackv1alpha2.BuildReasonAnnotation]
+	return reasons != "" && !slices.ContainsFunc(strings.Split(reasons, ","), func(r string) bool { return !slices.Contains(pacedReasons, r) })
+}
+
+// gate adds the rollout gate to a rebuild pod that is being created; it says whether it did.
+func gate(pod *corev1.Pod) bool {
+	if !isRebuildPod(pod) || gated(pod) || pod.Spec.NodeName != "" {
+		return false
+	}
+	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: RolloutGate})
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[PacedAnnotation] = "true"
+	return true
+}
+
+func gated(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == RolloutGate })
+}
+
+func podDone(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// rolloutPlan is which paced pods wait and run, and which to let run now.
+type rolloutPlan struct {
+	waiting, running int
+	release          []*corev1.Pod
+}
+
+// planRollout decides which gated rebuild pods may run: as many as keep at most limit paced
+// pods running (no limit if limit < 1), stack fixes first, then the oldest. Pods in released had
+// their gate lifted already, whatever the (possibly stale) pods say.
+func planRollout(pods []corev1.Pod, limit int, released map[types.UID]bool) rolloutPlan {
+	var p rolloutPlan
+	var waiting []*corev1.Pod
+	for i := range pods {
+		pod := &pods[i]
+		if _, paced := pod.Annotations[PacedAnnotation]; !paced || podDone(pod) {
+			continue
+		}
+		if gated(pod) && !released[pod.UID] {
+			waiting = append(waiting, pod)
+		} else {
+			p.running++
+		}
+	}
+	slices.SortFunc(waiting, func(a, b *corev1.Pod) int {
+		aFix, bFix := a.Annotations[kpackv1alpha2.BuildReasonAnnotation] == stackOnly, b.Annotations[kpackv1alpha2.BuildReasonAnnotation] == stackOnly
+		switch {
+		case aFix && !bFix:
+			return -1
+		case bFix && !aFix:
+			return 1
+		}
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	n := len(waiting)
+	if limit > 0 {
+		n = min(n, max(0, limit-p.running))
+	}
+	p.release = waiting[:n]
+	p.waiting = len(waiting) - n
+	p.running += n
+	return p
+}

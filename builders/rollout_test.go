@@ -1,0 +1,83 @@
+package builders
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+var _ = Describe("pacing rebuilds", func() {
+	buildPod := func(name, reason string, second int) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "space", Name: name, UID: types.UID(name),
+			CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(second) * time.Second)),
+			Labels:            map[string]string{kpackv1alpha2.BuildLabel: name},
+			Annotations:       map[string]string{kpackv1alpha2.BuildReasonAnnotation: reason}}}
+	}
+
+	DescribeTable("gates the pods of rebuilds, not those of pushes",
+		func(reason string, gates bool) {
+			pod := buildPod("p", reason, 0)
+			Expect(gate(&pod)).To(Equal(gates))
+			Expect(gated(&pod)).To(Equal(gates))
+			if !gates {
+				Expect(pod.Annotations).NotTo(HaveKey(PacedAnnotation))
+				return
+			}
+			Expect(pod.Annotations).To(HaveKeyWithValue(PacedAnnotation, "true"))
+			Expect(gate(&pod)).To(BeFalse(), "once")
+			Expect(pod.Spec.SchedulingGates).To(HaveLen(1))
+		},
+		Entry("a stack fix", "STACK", true),
+		Entry("a buildpack upgrade", "BUILDPACK", true),
+		Entry("several rebuild reasons", "BUILDPACK,STACK,LIFECYCLE", true),
+		Entry("a push", "CONFIG", false),
+		Entry("a push with a stack fix", "CONFIG,STACK", false),
+		Entry("a trigger", "TRIGGER", false),
+		Entry("no reason", "", false),
+	)
+
+	It("leaves pods that kpack did not make alone", func() {
+		pod := buildPod("p", "STACK", 0)
+		delete(pod.Labels, kpackv1alpha2.BuildLabel)
+		Expect(gate(&pod)).To(BeFalse())
+	})
+
+	gatedPod := func(name, reason string, second int) corev1.Pod {
+		p := buildPod(name, reason, second)
+		gate(&p)
+		return p
+	}
+	released := func(p rolloutPlan) []string {
+		var names []string
+		for _, pod := range p.release {
+			names = append(names, pod.Name)
+		}
+		return names
+	}
+
+	It("lets as many run as keep the limit, stack fixes first, then the oldest", func() {
+		running := gatedPod("running", "BUILDPACK", 0)
+		running.Spec.SchedulingGates = nil
+		done := gatedPod("done", "STACK", 0)
+		done.Spec.SchedulingGates = nil
+		done.Status.Phase = corev1.PodSucceeded
+		pods := []corev1.Pod{running, done, gatedPod("upgrade-old", "BUILDPACK", 1), gatedPod("upgrade-new", "BUILDPACK", 3), gatedPod("fix", "STACK", 5), buildPod("push", "CONFIG", 0)}
+
+		p := planRollout(pods, 3, nil)
+		Expect(released(p)).To(Equal([]string{"fix", "upgrade-old"}))
+		Expect([]int{p.running, p.waiting}).To(Equal([]int{3, 1}), "running, waiting")
+
+		Expect(released(planRollout(pods, 1, nil))).To(BeEmpty(), "one runs already")
+		Expect(released(planRollout(pods, 0, nil))).To(HaveLen(3), "no limit")
+	})
+
+	It("counts the pods it let run as running, whatever a stale cache says", func() {
+		pods := []corev1.Pod{gatedPod("a", "STACK", 0), gatedPod("b", "STACK", 1)}
+		Expect(released(planRollout(pods, 1, map[types.UID]bool{"a": true}))).To(BeEmpty())
+	})
+})

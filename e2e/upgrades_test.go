@@ -1,0 +1,224 @@
+package e2e_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/builders"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
+)
+
+// rollout is how long a stack fix may take to reach an app: every app of the suite is
+// rebased, a couple of pods at a time.
+const rollout = 2 * time.Minute
+
+// A stack run-image fix (same stack id) must reach every app that runs a droplet of that
+// stack, whatever happened to the app's later pushes, under both upgrade policies; and only
+// the run image may change under Held.
+var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
+	var (
+		org, space                        string
+		failedPush, setBack, heldUpgrade  *cfv1alpha1.CFApp
+		failedPushDroplet, setBackDroplet string
+		heldUpgradeDroplet                string
+		runImage                          string
+		badBuildpack                      registry.Buildpack
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		org = createOrg(ctx, "fixes-"+string(uuid.NewUUID())[:8])
+		space = createSpace(ctx, org, "prod")
+		placeOrgRegistry(ctx, org)
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+
+		By("an app whose latest push failed")
+		failedPush = deployedApp(ctx, org, space)
+		failedPushDroplet = failedPush.Spec.CurrentDropletRef.Name
+		restore := cp.Kubelet().FailBuilds(types.NamespacedName{Namespace: space, Name: failedPush.Name}, "go build: main.go:1: expected declaration")
+		push := stage(ctx, org, failedPush)
+		Eventually(succeeded(ctx, push)).Should(HaveField("Status", metav1.ConditionFalse))
+		restore()
+
+		By("an app set back to an older droplet")
+		setBack = deployedApp(ctx, org, space)
+		setBackDroplet = setBack.Spec.CurrentDropletRef.Name
+		newer := stage(ctx, org, setBack)
+		Eventually(succeeded(ctx, newer)).Should(HaveField("Status", metav1.ConditionTrue))
+		update(ctx, setBack, func() { setBack.Spec.CurrentDropletRef.Name = newer.Name })
+		Eventually(dropletCurrent(ctx, setBack)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+		update(ctx, setBack, func() { setBack.Spec.CurrentDropletRef.Name = setBackDroplet })
+
+		By("an app whose buildpack upgrade is held")
+		heldUpgrade = deployedAppOf(ctx, org, space, nodeSource)
+		heldUpgradeDroplet = heldUpgrade.Spec.CurrentDropletRef.Name
+		var err error
+		badBuildpack, err = cp.UpgradeBuildpack(ctx, "paketo-buildpacks/nodejs", "1.1.0")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(dropletCurrent(ctx, heldUpgrade), rollout).Should(HaveField("Reason", cfv1alpha1.UpgradeHeldReason))
+
+		By("the operator fixing the stack's run image")
+		ref, err := cp.UpgradeRunImage(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		runImage = ref.Digest
+	}, NodeTimeout(5*time.Minute))
+
+	It("rebases an app whose latest push failed, and deploys it", func(ctx SpecContext) {
+		Eventually(currentDroplet(ctx, failedPush), rollout).ShouldNot(Equal(failedPushDroplet))
+		rebased := getBuild(ctx, space, failedPush.Spec.CurrentDropletRef.Name)
+		Expect(rebased.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage))
+		Expect(rebased.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, failedPushDroplet))
+		Expect(rebased.Status.Droplet.Buildpacks).To(Equal(getBuild(ctx, space, failedPushDroplet).Status.Droplet.Buildpacks))
+		Eventually(dropletCurrent(ctx, failedPush)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+		Eventually(events(ctx, failedPush)).Should(ContainElement(HaveField("Reason", cfv1alpha1.DropletUpgradedReason)))
+	})
+
+	It("rebases the droplet an app was set back to, not the newer one kpack rebases", func(ctx SpecContext) {
+		Eventually(currentDroplet(ctx, setBack), rollout).ShouldNot(Equal(setBackDroplet))
+		rebased := getBuild(ctx, space, setBack.Spec.CurrentDropletRef.Name)
+		Expect(rebased.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage))
+		Expect(rebased.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, setBackDroplet))
+		Expect(rebased.Spec.PackageRef).To(Equal(getBuild(ctx, space, setBackDroplet).Spec.PackageRef), "the app keeps the code it was set back to")
+		Eventually(dropletCurrent(ctx, setBack)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+	})
+
+	It("deploys the fix under Held without the held buildpack upgrade, and keeps that held", func(ctx SpecContext) {
+		Eventually(func() string {
+			return getBuild(ctx, space, currentDroplet(ctx, heldUpgrade)()).Status.Droplet.RunImage
+		}, rollout).Should(HaveSuffix("@" + runImage))
+		running := getBuild(ctx, space, heldUpgrade.Spec.CurrentDropletRef.Name)
+		Expect(running.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/nodejs", Version: "1.0.0"}),
+			"only the run image may change under Held")
+		Expect(running.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, heldUpgradeDroplet))
+
+		Eventually(dropletCurrent(ctx, heldUpgrade)).Should(HaveField("Reason", cfv1alpha1.UpgradeHeldReason))
+		held := getBuild(ctx, space, heldUpgrade.Status.HeldDropletRef.Name)
+		Expect(held.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/nodejs", Version: "1.1.0"}))
+		Expect(held.Status.Droplet.RunImage).To(HaveSuffix("@"+runImage), "the held droplet gets the fix too")
+	})
+
+	It("paces the rebuilds: kpack's rebuild pods wait for cf-hnc to let them run, pushes do not", func(ctx SpecContext) {
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(space), client.HasLabels{kpackv1alpha2.BuildLabel})).To(Succeed())
+		var rebuilds, pushes []corev1.Pod
+		for _, pod := range pods.Items {
+			switch pod.Annotations[kpackv1alpha2.BuildReasonAnnotation] {
+			case "STACK", "BUILDPACK":
+				rebuilds = append(rebuilds, pod)
+			case "CONFIG":
+				pushes = append(pushes, pod)
+			}
+		}
+		Expect(rebuilds).NotTo(BeEmpty())
+		Expect(pushes).NotTo(BeEmpty())
+		for _, pod := range rebuilds {
+			Expect(pod.Annotations).To(HaveKey(pacedAnnotation), "rebuild pod %s", pod.Name)
+		}
+		for _, pod := range pushes {
+			Expect(pod.Annotations).NotTo(HaveKey(pacedAnnotation), "push pod %s", pod.Name)
+		}
+	})
+
+	It("withdraws the held upgrade when the operator withdraws its buildpack", func(ctx SpecContext) {
+		Expect(cp.WithdrawBuildpack(ctx, badBuildpack)).To(Succeed())
+		Eventually(dropletCurrent(ctx, heldUpgrade), rollout).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+		Expect(heldUpgrade.Status.HeldDropletRef).To(BeNil())
+		running := getBuild(ctx, space, heldUpgrade.Spec.CurrentDropletRef.Name)
+		Expect(running.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/nodejs", Version: "1.0.0"}))
+		Expect(running.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage))
+	})
+})
+
+// pacedAnnotation is on the kpack build pods whose start cf-hnc paces.
+const pacedAnnotation = builders.PacedAnnotation
+
+// Moving a default Builder to a stack with another id is a stack migration: kpack calls the
+// rebuild STACK, but it is a new droplet built from source, which waits for a restage under
+// Held.
+var _ = Describe("A stack migration", Ordered, ContinueOnFailure, func() {
+	const newStack, newStackID = "cflinuxfs5", "io.buildpacks.stacks.noble"
+
+	BeforeAll(func(ctx SpecContext) {
+		_, err := cp.AddStack(ctx, newStack, newStackID)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("is held until a restage under Held", func(ctx SpecContext) {
+		org, space := orgWithOwnBuilder(ctx, "held-", cfv1alpha1.HeldUpgrades)
+		app := deployedApp(ctx, org, space)
+		droplet := app.Spec.CurrentDropletRef.Name
+
+		moveOrgBuilder(ctx, org, newStack)
+		Eventually(dropletCurrent(ctx, app), rollout).Should(HaveField("Reason", cfv1alpha1.UpgradeHeldReason))
+		Expect(currentDroplet(ctx, app)()).To(Equal(droplet))
+		held := getBuild(ctx, space, app.Status.HeldDropletRef.Name)
+		Expect(held.Status.Droplet.Stack).To(Equal(newStackID))
+		Expect(held.Annotations).To(HaveKeyWithValue(cfv1alpha1.RebuildReasonAnnotation, "STACK"), "kpack calls any run-image change STACK")
+		Consistently(currentDroplet(ctx, app), "3s").Should(Equal(droplet))
+
+		By("running the held droplet (cf set-droplet): the app runs on the new stack")
+		update(ctx, app, func() { app.Spec.CurrentDropletRef.Name = held.Name })
+		Eventually(dropletCurrent(ctx, app)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+	})
+
+	It("is deployed under Automatic", func(ctx SpecContext) {
+		org, space := orgWithOwnBuilder(ctx, "automatic-", cfv1alpha1.AutomaticUpgrades)
+		app := deployedApp(ctx, org, space)
+		droplet := app.Spec.CurrentDropletRef.Name
+
+		moveOrgBuilder(ctx, org, newStack)
+		Eventually(currentDroplet(ctx, app), rollout).ShouldNot(Equal(droplet))
+		Expect(getBuild(ctx, space, app.Spec.CurrentDropletRef.Name).Status.Droplet.Stack).To(Equal(newStackID))
+		Eventually(dropletCurrent(ctx, app)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+	})
+
+	It("leaves an app whose rebuild on the new stack failed saying that its stack gets no fixes, and what to do", func(ctx SpecContext) {
+		org, space := orgWithOwnBuilder(ctx, "stranded-", cfv1alpha1.HeldUpgrades)
+		app := deployedApp(ctx, org, space)
+		droplet := app.Spec.CurrentDropletRef.Name
+		DeferCleanup(cp.Kubelet().FailBuilds(types.NamespacedName{Namespace: space, Name: app.Name}, "no buildpack supports the new stack"))
+
+		moveOrgBuilder(ctx, org, newStack)
+		Eventually(dropletCurrent(ctx, app), rollout).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", cfv1alpha1.NoRunImageReason),
+			HaveField("Message", And(ContainSubstring(newStackID), ContainSubstring("restage")))))
+		Expect(currentDroplet(ctx, app)()).To(Equal(droplet))
+	})
+})
+
+// orgWithOwnBuilder is an org with the given upgrade policy, its registry, and its own default
+// Builder on the seeded stack (so that moving it touches no other org), with a space that can
+// build.
+func orgWithOwnBuilder(ctx SpecContext, prefix string, policy cfv1alpha1.BuildpackUpgradePolicy) (org, space string) {
+	org = createOrg(ctx, prefix+string(uuid.NewUUID())[:8])
+	setUpgradePolicy(ctx, org, policy)
+	placeOrgRegistry(ctx, org)
+	builder := cp.Kpack().Builder(org, orgBuilder, "cf-build-org", cp.Kpack().Registry.Host()+"/"+org+"/builders/org")
+	builder.Labels = buildConfig
+	Expect(k8s.Create(ctx, builder)).To(Succeed())
+	space = createSpace(ctx, org, "prod")
+	Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+	s := &cfv1alpha1.CFSpace{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, s)).To(Succeed())
+	Expect(s.Status.Build.Builder.From).To(Equal(org))
+	return org, space
+}
+
+const orgBuilder = "org-builder"
+
+// moveOrgBuilder points an org's default Builder at another ClusterStack, as an operator
+// migrating the org to a new stack does.
+func moveOrgBuilder(ctx context.Context, org, stack string) {
+	builder := &kpackv1alpha2.Builder{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: orgBuilder}}
+	update(ctx, builder, func() { builder.Spec.Stack = corev1.ObjectReference{Kind: kpackv1alpha2.ClusterStackKind, Name: stack} })
+}
