@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,33 +33,17 @@ func findSpace(ctx context.Context, c client.Client, org *cfv1alpha1.CFOrg, key 
 	return nil, fmt.Errorf("space %q not found: org %q has no space with that name or GUID", key, org.Spec.DisplayName)
 }
 
-// lookup returns the item whose name (GUID) is key or, failing that, the one whose display name
-// is key, compared case-insensitively as Cloud Foundry does. If a race let two live items share
-// the name, the oldest wins, as in cf-hnc's reconcilers: the other is never made ready.
+// lookup returns the item whose name (GUID) is key or, failing that, the one that owns key as
+// its display name by api/v1alpha1's rule: compared case-insensitively as Cloud Foundry does,
+// the oldest live one winning, as in cf-hnc's reconcilers (the other is never made ready).
 func lookup[T any, P interface {
 	*T
-	displayNamed
+	cfv1alpha1.DisplayNamed
 }](items []T, key string) P {
-	var found P
 	for i := range items {
-		item := P(&items[i])
-		if item.GetName() == key {
+		if item := P(&items[i]); item.GetName() == key {
 			return item
 		}
-		if !item.GetDeletionTimestamp().IsZero() || !strings.EqualFold(item.GetDisplayName(), key) {
-			continue
-		}
-		if found == nil || olderThan(item, found) {
-			found = item
-		}
 	}
-	return found
-}
-
-func olderThan(a, b client.Object) bool {
-	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	if !ta.Equal(&tb) {
-		return ta.Before(&tb)
-	}
-	return a.GetName() < b.GetName()
+	return cfv1alpha1.DisplayNameOwner[T, P](items, key)
 }

@@ -11,7 +11,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
 // describe is a condition with its message, for a person.
@@ -33,22 +34,16 @@ func status(c *metav1.Condition) string {
 	return fmt.Sprintf("%s (%s)", c.Status, c.Reason)
 }
 
-// displayNamed is an org or a space.
-type displayNamed interface {
-	client.Object
-	GetDisplayName() string
-}
-
 // byDisplayName orders orgs or spaces by display name, ignoring case as Cloud Foundry does, and
 // then by GUID, so that the order is the same on every run.
-func byDisplayName[P displayNamed](a, b P) int {
+func byDisplayName[P cfv1alpha1.DisplayNamed](a, b P) int {
 	return cmp.Or(
 		cmp.Compare(strings.ToLower(a.GetDisplayName()), strings.ToLower(b.GetDisplayName())),
 		cmp.Compare(a.GetName(), b.GetName()))
 }
 
 // label is an org's or a space's display name, marked while it is being deleted.
-func label(o displayNamed) string {
+func label(o cfv1alpha1.DisplayNamed) string {
 	if o.GetDeletionTimestamp().IsZero() {
 		return o.GetDisplayName()
 	}
@@ -80,15 +75,24 @@ func writeTable(out io.Writer, rows [][]string) error {
 // wrong: for a webhook's or a validation's refusal, the causes (such as "Organization 'acme'
 // already exists."), without the webhook and object names around them.
 func rejected(err error) error {
+	return rejectedAs(err, nil)
+}
+
+// rejectedAs is rejected, with each cause's field named as rename says (for example as the flag
+// that set it); rename may be nil.
+func rejectedAs(err error, rename func(field string) string) error {
 	var apiStatus apierrors.APIStatus
 	if !errors.As(err, &apiStatus) || apiStatus.Status().Details == nil {
 		return err
 	}
 	causes := make([]string, 0, len(apiStatus.Status().Details.Causes))
 	for _, cause := range apiStatus.Status().Details.Causes {
-		text := cause.Message
-		if cause.Field != "" {
-			text = cause.Field + ": " + text
+		text, field := cause.Message, cause.Field
+		if rename != nil {
+			field = rename(field)
+		}
+		if field != "" {
+			text = field + ": " + text
 		}
 		causes = append(causes, text)
 	}
