@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,12 +51,48 @@ func (s *session) client() (client.Client, error) {
 	return s.connect(config)
 }
 
+// clientset is a client-go clientset for what controller-runtime's client does not do: pod logs.
+func (s *session) clientset() (kubernetes.Interface, error) {
+	config, err := s.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(config)
+}
+
+// namespace is the namespace of --namespace, else of the kubeconfig's context; explicit says
+// whether --namespace or the context set it (rather than kubectl's fallback "default").
+func (s *session) namespace() (namespace string, explicit bool, err error) {
+	namespace, explicit, err = s.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", false, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	if !explicit {
+		// Namespace() calls a context's own namespace "not overridden"; only kubectl's
+		// fallback is not explicit for us.
+		raw, rawErr := s.flags.ToRawKubeConfigLoader().RawConfig()
+		if rawErr == nil {
+			contextName := raw.CurrentContext
+			if s.flags.Context != nil && *s.flags.Context != "" {
+				contextName = *s.flags.Context
+			}
+			if c, ok := raw.Contexts[contextName]; ok && c.Namespace != "" {
+				explicit = true
+			}
+		}
+	}
+	return namespace, explicit, nil
+}
+
 // newCommand builds the command tree around connect, which tests replace to observe the client.
 func newCommand(connect func(*rest.Config) (client.Client, error)) *cobra.Command {
 	s := &session{flags: configFlags(), connect: connect}
 	root := &cobra.Command{
 		Use:   "kubectl-cf",
-		Short: "Manage Cloud Foundry orgs, spaces and their build configuration on cf-hnc",
+		Short: "Run Cloud Foundry orgs, spaces and apps on cf-hnc",
+		Long: "Operators create orgs and spaces and place an org's registry once; developers push apps, " +
+			"see their builds and restage them. Every command takes kubectl's connection flags " +
+			"(--kubeconfig, --context, --as, --as-group, ...).",
 		// kubectl runs the plugin as `kubectl cf`: the help says so.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl cf"},
 		// Errors are about the cluster's state far more often than about the usage; the
@@ -67,8 +104,21 @@ func newCommand(connect func(*rest.Config) (client.Client, error)) *cobra.Comman
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	s.flags.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().Lookup("namespace").Usage =
+		"The space that app commands work in, by its namespace (the space's GUID), when --org and --space are not given; default: the kubeconfig context's namespace."
 	root.PersistentFlags().StringVar(&s.root, "root-namespace", "cf", "The root namespace: orgs live in it.")
-	root.AddCommand(newCreateOrgCommand(s), newCreateSpaceCommand(s), newSetRegistryCommand(s), newTreeCommand(s))
+	root.AddGroup(
+		&cobra.Group{ID: "apps", Title: "Apps (developers):"},
+		&cobra.Group{ID: "orgs", Title: "Orgs and spaces (operators):"},
+	)
+	for _, cmd := range []*cobra.Command{newPushCommand(s), newAppsCommand(s), newBuildsCommand(s), newRestageCommand(s)} {
+		cmd.GroupID = "apps"
+		root.AddCommand(cmd)
+	}
+	for _, cmd := range []*cobra.Command{newCreateOrgCommand(s), newCreateSpaceCommand(s), newSetRegistryCommand(s), newTreeCommand(s)} {
+		cmd.GroupID = "orgs"
+		root.AddCommand(cmd)
+	}
 	return root
 }
 

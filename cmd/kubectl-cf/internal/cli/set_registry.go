@@ -39,7 +39,8 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 			"a registry credential Secret for HOST and the build ServiceAccount, both labelled " + cfv1alpha1.BuildConfigLabel +
 			"=true: cf-hnc propagates them to every space below and lists the credentials on the ServiceAccount. " +
 			"Run it again to rotate the password. Then show, for each space affected, whether it can build.",
-		Args: o.validateArgs,
+		Args:              o.validateArgs,
+		ValidArgsFunction: s.completeOrgThenSpace,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.readPassword(cmd.InOrStdin()); err != nil {
 				return err
