@@ -119,6 +119,21 @@ func (s *session) completeOrgThenSpace(cmd *cobra.Command, args []string, typed 
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
+// completeOrgThenPolicy completes set-upgrade-policy's ORG, then the policy.
+func (s *session) completeOrgThenPolicy(cmd *cobra.Command, args []string, typed string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		return s.completeOrgs(cmd, args, typed)
+	}
+	if len(args) > 1 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, len(upgradePolicies))
+	for i, policy := range upgradePolicies {
+		names[i] = string(policy)
+	}
+	return completion(names, typed)
+}
+
 // completeApps completes the APP argument with the apps of the space that the target flags
 // name so far.
 func (s *session) completeApps(t *targetFlags) cobra.CompletionFunc {

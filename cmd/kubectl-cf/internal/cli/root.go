@@ -115,7 +115,8 @@ func newCommand(connect func(*rest.Config) (client.Client, error)) *cobra.Comman
 		cmd.GroupID = "apps"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{newCreateOrgCommand(s), newCreateSpaceCommand(s), newSetRegistryCommand(s), newTreeCommand(s)} {
+	for _, cmd := range []*cobra.Command{newCreateOrgCommand(s), newCreateSpaceCommand(s), newSetRegistryCommand(s),
+		newSetUpgradePolicyCommand(s), newTreeCommand(s), newDeleteSpaceCommand(s), newDeleteOrgCommand(s)} {
 		cmd.GroupID = "orgs"
 		root.AddCommand(cmd)
 	}
