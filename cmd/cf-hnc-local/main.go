@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
@@ -33,6 +36,9 @@ func main() {
 
 // runLocal starts everything on the local control plane and waits for Ctrl-C.
 func runLocal(ctx context.Context, manager string) error {
+	// Every component logs to its own file; the in-process ones (the stand-in kubelet's
+	// informers) would otherwise warn at shutdown that controller-runtime's logger is unset.
+	ctrl.SetLogger(logr.Discard())
 	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry and cf-hnc ...")
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		ControllerManager: true,
