@@ -40,20 +40,23 @@ var _ = Describe("The quick start (docs/quickstart.md) through the kubectl-cf bi
 		org := "quick-" + string(uuid.NewUUID())[:8]
 		host := cp.Kpack().Registry.Host()
 
-		Expect(cf("create-org", org)).To(MatchRegexp(`^org %q is ready: namespace [0-9a-f-]{36}\n$`, org))
+		out := cf("create-org", org)
+		Expect(out).To(MatchRegexp(`^org %q is ready: namespace [0-9a-f-]{36}\n$`, org))
+		orgGUID := guidOf(out)
 		Expect(cf("create-space", org, "dev")).To(ContainSubstring(`space "dev" in org %q is ready`, org))
 		Expect(cfWithStdin(cp.Kpack().TenantPassword+"\n", "set-registry", org, "--server", host, "--username", "orgs/"+org,
 			"--password-stdin", "--droplet-repository", host+"/orgs/"+org)).To(MatchRegexp(`(?m)^%s\s+dev\s+[0-9a-f-]{36}\s+True$`, org))
 		Expect(cf("tree")).To(MatchRegexp(`(?m)^%s\s+[0-9a-f-]{36}\s+True\n└── dev\s+[0-9a-f-]{36}\s+True\s+True$`, org))
 
 		dir := appSource(".cfignore", "*.log\n", "debug.log", "noise\n")
-		out := cf("push", "web", "-o", org, "-s", "dev", "-p", dir)
+		out = cf("push", "web", "-o", org, "-s", "dev", "-p", dir)
 		Expect(out).To(ContainSubstring("Packed %s: 2 files, 25 B; 2 left out by .cfignore and the default exclusions\n", dir))
 		Expect(out).To(MatchRegexp(`(?m)^Created app "web": [0-9a-f-]{36}$`))
 		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+STAGED\s+BuildSucceeded: droplet %s/orgs/%s/[0-9a-f-]{36}/[0-9a-f-]{36}@sha256:[0-9a-f]{64}$`,
 			regexp.QuoteMeta(host), org))
 		Expect(out).To(MatchRegexp(`(?m)^App "web" is STARTED with droplet ([0-9a-f-]{36}):$`))
 		Expect(out).To(MatchRegexp(`(?m)^  stack:\s+%s$`, cp.Kpack().Images.Stack.ID))
+		Expect(out).To(MatchRegexp(`(?m)^  run image:\s+\S+@sha256:[0-9a-f]{64}$`))
 		Expect(out).To(MatchRegexp(`(?m)^  processes:\s+web: ./app$`))
 
 		app := appNamed(ctx, org, "web")
@@ -64,13 +67,20 @@ var _ = Describe("The quick start (docs/quickstart.md) through the kubectl-cf bi
 			`(?m)^web\s+%s\s+STARTED\s+%s\s+UpToDate$`, app.Name, droplet))
 
 		By("the operator's stack fix: kpack rebases the droplet and cf-hnc moves the app to it")
-		_, err := cp.UpgradeRunImage(ctx)
+		runImage, err := cp.UpgradeRunImage(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() string { return cf("builds", "web", "--org", org, "-s", "dev") }, 2*time.Minute).Should(MatchRegexp(
 			`(?m)^%s-build-2\s+\S+\s+STAGED\s+BuildSucceeded\s+%s\s+STACK\s+sha256:[0-9a-f]{12}\s+current$`, app.Name, droplet))
 		Expect(cf("apps", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^web\s+%s\s+STARTED\s+%s-build-2\s+UpToDate$`, app.Name, app.Name))
+		Expect(cf("builds", "web", "--org", org, "-s", "dev", "-o", `jsonpath={range .items[*]}{.status.droplet.runImage}{"\n"}{end}`)).
+			To(HaveSuffix("@%s\n", runImage.Digest), "the rebuilt droplet runs on the fixed run image")
 
-		Expect(cf("delete-org", org, "--force")).To(ContainSubstring(`org %q is deleted`, org))
+		By("a restage stages the package again on the fixed stack")
+		out = cf("restage", "web", "-o", org, "-s", "dev")
+		Expect(out).To(MatchRegexp(`(?m)^App "web" is STARTED with droplet [0-9a-f-]{36}:$`))
+		Expect(out).To(MatchRegexp(`(?m)^  run image:\s+\S+@%s$`, runImage.Digest))
+
+		Expect(cfWithStdin("y\n", "delete-org", org)).To(HaveSuffix(fmt.Sprintf("org %q is deleted, with its namespace %s and its spaces'\n", org, orgGUID)))
 	})
 })
 
@@ -377,6 +387,9 @@ func blockingBuild(ctx SpecContext, app *cfv1alpha1.CFApp) *cfv1alpha1.CFBuild {
 		}
 		return ""
 	}).Should(Equal(cfv1alpha1.WaitingReason))
+	// Builds of an app stage oldest first, by creation timestamps of whole seconds and then by
+	// name: a build created later must be created in a later second to queue behind this one.
+	time.Sleep(time.Until(build.CreationTimestamp.Add(time.Second)))
 	return build
 }
 

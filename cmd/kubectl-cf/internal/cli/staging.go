@@ -281,6 +281,7 @@ func printDroplet(out io.Writer, build *cfv1alpha1.CFBuild) {
 		{"  droplet:", build.Name},
 		{"  image:", d.Registry.Image},
 		{"  stack:", d.Stack},
+		{"  run image:", orNone(d.RunImage)},
 		{"  buildpacks:", strings.Join(buildpacks, ", ")},
 		{"  processes:", strings.Join(processes, "; ")},
 	}
