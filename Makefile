@@ -35,6 +35,7 @@ generate: tools ## Generate the deep-copy functions of the API types.
 build: generate manifests ## Build the manager and the kubectl-cf plugin into bin/.
 	go build -o $(BIN)/cf-hnc .
 	go build -o $(BIN)/kubectl-cf ./cmd/kubectl-cf
+	install -m 0755 cmd/kubectl-cf/kubectl_complete-cf $(BIN)/kubectl_complete-cf
 
 .PHONY: run
 run: build ## Run the system: a local control plane with everything, or the manager against $KUBECONFIG.

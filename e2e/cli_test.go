@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
@@ -15,8 +14,7 @@ var _ = Describe("The operator's flow with kubectl cf and kubectl hns", func() {
 
 	BeforeEach(func() {
 		var err error
-		kubectlCF, err = gexec.Build("code.cloudfoundry.org/cf-hnc/cmd/kubectl-cf")
-		Expect(err).NotTo(HaveOccurred())
+		kubectlCF = pluginBinary()
 		kubectlHNS, err = filepath.Abs("../bin/kubectl-hns")
 		Expect(err).NotTo(HaveOccurred())
 	})

@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
@@ -33,11 +36,15 @@ func main() {
 
 // runLocal starts everything on the local control plane and waits for Ctrl-C.
 func runLocal(ctx context.Context, manager string) error {
+	// Every component logs to its own file; the in-process ones (the stand-in kubelet's
+	// informers) would otherwise warn at shutdown that controller-runtime's logger is unset.
+	ctrl.SetLogger(logr.Discard())
 	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry and cf-hnc ...")
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
+		StandInKubelet:    true,
 		DefaultBuilder:    true,
 		Manager:           manager,
 	})
@@ -61,16 +68,31 @@ The registry at $REGISTRY holds a stack (ClusterStack %q), a lifecycle and build
 (ClusterStore %q). The default Builder %q is placed once in the root namespace %q; cf-hnc
 builds every space with a ClusterBuilder made from it. Each org gets a registry account of its
 own, "%s/<org>", which may push only below "%s/<org>/" (all share the password above).
+A stack fix, as an operator makes one: kill -USR1 %d publishes a fixed run image and points
+the ClusterStack at it.
 Press Ctrl-C to stop; everything started here stops with it.
 `, cp.LogDir(), cp.Kubeconfig, host, password, controlplane.OrgsRepository, controlplane.OrgsRepository,
 		controlplane.Stack, controlplane.Store, controlplane.DefaultBuilder, controlplane.RootNamespace,
-		controlplane.OrgsRepository, controlplane.OrgsRepository)
-	select {
-	case <-ctx.Done():
-		fmt.Println("\nStopping ...")
-		return nil
-	case err := <-watch(ctx, cp):
-		return err
+		controlplane.OrgsRepository, controlplane.OrgsRepository, os.Getpid())
+	stackFix := make(chan os.Signal, 1)
+	signal.Notify(stackFix, syscall.SIGUSR1)
+	defer signal.Stop(stackFix)
+	died := watch(ctx, cp)
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println("\nStopping ...")
+			return nil
+		case err := <-died:
+			return err
+		case <-stackFix:
+			// The registry lives in this process: nobody else can publish into it.
+			if ref, err := cp.UpgradeRunImage(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "stack fix:", err)
+			} else {
+				fmt.Printf("Stack fix: published run image %s and pointed ClusterStack %q at it.\n", ref.Pinned(), controlplane.Stack)
+			}
+		}
 	}
 }
 

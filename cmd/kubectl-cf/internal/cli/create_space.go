@@ -21,7 +21,8 @@ func newCreateSpaceCommand(s *session) *cobra.Command {
 		Short: "Create a space in an org, wait until its namespace is ready, and show whether it can build",
 		Long: "Create a CFSpace named GUID with the display name NAME in the namespace of ORG (an org's name, " +
 			"case-insensitive, or its GUID); cf-hnc makes the space's namespace, named GUID, under the org's.",
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: s.completeOrgArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := s.client()
 			if err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,33 +33,53 @@ func findSpace(ctx context.Context, c client.Client, org *cfv1alpha1.CFOrg, key 
 	return nil, fmt.Errorf("space %q not found: org %q has no space with that name or GUID", key, org.Spec.DisplayName)
 }
 
-// lookup returns the item whose name (GUID) is key or, failing that, the one whose display name
-// is key, compared case-insensitively as Cloud Foundry does. If a race let two live items share
-// the name, the oldest wins, as in cf-hnc's reconcilers: the other is never made ready.
-func lookup[T any, P interface {
-	*T
-	displayNamed
-}](items []T, key string) P {
-	var found P
-	for i := range items {
-		item := P(&items[i])
-		if item.GetName() == key {
-			return item
-		}
-		if !item.GetDeletionTimestamp().IsZero() || !strings.EqualFold(item.GetDisplayName(), key) {
-			continue
-		}
-		if found == nil || olderThan(item, found) {
-			found = item
-		}
+// findApp returns the app that key names in a space: by GUID, or by name. Cloud Foundry's app
+// names are unique per space, ignoring case, as org and space names are; the same ownership
+// rule picks one should two share a name.
+func findApp(ctx context.Context, c client.Client, t target, key string) (*cfv1alpha1.CFApp, error) {
+	app, err := lookupApp(ctx, c, t.space.Name, key)
+	if err != nil {
+		return nil, err
 	}
-	return found
+	if app == nil {
+		return nil, fmt.Errorf("app %q not found: %s has no app with that name or GUID", key, t)
+	}
+	return app, nil
 }
 
-func olderThan(a, b client.Object) bool {
-	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
-	if !ta.Equal(&tb) {
-		return ta.Before(&tb)
+// lookupApp returns the app that key names in a space namespace, or nil.
+func lookupApp(ctx context.Context, c client.Client, namespace, key string) (*cfv1alpha1.CFApp, error) {
+	apps := &cfv1alpha1.CFAppList{}
+	if err := c.List(ctx, apps, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing apps: %w", err)
 	}
-	return a.GetName() < b.GetName()
+	named := make([]namedApp, len(apps.Items))
+	for i := range apps.Items {
+		named[i] = namedApp{apps.Items[i]}
+	}
+	if found := lookup(named, key); found != nil {
+		return &found.CFApp, nil
+	}
+	return nil, nil
+}
+
+// namedApp gives a CFApp the display-name accessor that the ownership rule reads.
+type namedApp struct{ cfv1alpha1.CFApp }
+
+// GetDisplayName returns the app's name.
+func (a *namedApp) GetDisplayName() string { return a.Spec.DisplayName }
+
+// lookup returns the item whose name (GUID) is key or, failing that, the one that owns key as
+// its display name by api/v1alpha1's rule: compared case-insensitively as Cloud Foundry does,
+// the oldest live one winning, as in cf-hnc's reconcilers (the other is never made ready).
+func lookup[T any, P interface {
+	*T
+	cfv1alpha1.DisplayNamed
+}](items []T, key string) P {
+	for i := range items {
+		if item := P(&items[i]); item.GetName() == key {
+			return item
+		}
+	}
+	return cfv1alpha1.DisplayNameOwner[T, P](items, key)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -19,18 +20,12 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// The levels at which set-registry places build configuration, as they appear in the names of
-// what it places. The names differ per level because HNC overwrites an object in a namespace
-// below with the one it propagates there under the same name.
-const (
-	rootLevel  = "root"
-	orgLevel   = "org"
-	spaceLevel = "space"
-)
-
 // placement is where set-registry places build configuration and which spaces it affects.
 type placement struct {
+	// level is cfv1alpha1.RootLevel, OrgLevel or SpaceLevel.
 	level string
+	// root is the root namespace.
+	root string
 	// namespace receives the objects: the root namespace, an org's or a space's.
 	namespace string
 	// org is the namespace of the affected spaces; empty for the spaces of every org.
@@ -41,8 +36,8 @@ type placement struct {
 	description string
 }
 
-func (p placement) secretName() string         { return "cf-registry-" + p.level }
-func (p placement) serviceAccountName() string { return "cf-build-" + p.level }
+func (p placement) secretName() string         { return cfv1alpha1.RegistrySecretName(p.level) }
+func (p placement) serviceAccountName() string { return cfv1alpha1.BuildServiceAccountName(p.level) }
 
 // place finds where set-registry writes: the root namespace for every org, or the namespace of
 // the org, or of the space in the org, that args name.
@@ -56,13 +51,13 @@ func (s *session) place(ctx context.Context, c client.Client, allOrgs bool, args
 		for _, org := range orgs.Items {
 			names[org.Name] = org.Spec.DisplayName
 		}
-		return placement{level: rootLevel, namespace: s.root, orgs: names, description: "all orgs"}, nil
+		return placement{level: cfv1alpha1.RootLevel, root: s.root, namespace: s.root, orgs: names, description: "all orgs"}, nil
 	}
 	org, err := s.findOrg(ctx, c, args[0])
 	if err != nil {
 		return placement{}, err
 	}
-	p := placement{level: orgLevel, namespace: org.Name, org: org.Name,
+	p := placement{level: cfv1alpha1.OrgLevel, root: s.root, namespace: org.Name, org: org.Name,
 		orgs: map[string]string{org.Name: org.Spec.DisplayName}, description: fmt.Sprintf("org %q", org.Spec.DisplayName)}
 	if len(args) == 1 {
 		return p, nil
@@ -71,7 +66,7 @@ func (s *session) place(ctx context.Context, c client.Client, allOrgs bool, args
 	if err != nil {
 		return placement{}, err
 	}
-	p.level, p.namespace = spaceLevel, space.Name
+	p.level, p.namespace = cfv1alpha1.SpaceLevel, space.Name
 	p.description = fmt.Sprintf("space %q of org %q", space.Spec.DisplayName, org.Spec.DisplayName)
 	return p, nil
 }
@@ -100,7 +95,7 @@ func (p placement) spaces(ctx context.Context, c client.Client) ([]cfv1alpha1.CF
 	var affected []cfv1alpha1.CFSpace
 	for _, space := range list.Items {
 		_, inOrg := p.orgs[space.Namespace]
-		if inOrg && space.DeletionTimestamp.IsZero() && (p.level != spaceLevel || space.Name == p.namespace) {
+		if inOrg && space.DeletionTimestamp.IsZero() && (p.level != cfv1alpha1.SpaceLevel || space.Name == p.namespace) {
 			affected = append(affected, space)
 		}
 	}
@@ -136,7 +131,7 @@ func (p placement) covers(space *cfv1alpha1.CFSpace, used cfv1alpha1.PlacedObjec
 	case space.Name:
 		return true
 	case space.Namespace:
-		return p.level == rootLevel
+		return p.level == cfv1alpha1.RootLevel
 	}
 	return false
 }
@@ -177,4 +172,60 @@ func (p placement) showEffect(ctx context.Context, c client.Client, out io.Write
 		fmt.Fprintf(out, "not every space has picked up the registry after %s; see kubectl cf tree\n", timeout)
 	}
 	return nil
+}
+
+// spaceRepository is the repository of the placement's space as its org or the root places it:
+// "<repository placed at the org>/<space GUID>", else "<the root's>/<org GUID>/<space GUID>"
+// (api/v1alpha1.SpaceRepository). The space's own droplet repository may only narrow it. It
+// returns "" when neither the org nor the root places a droplet repository.
+func (p placement) spaceRepository(ctx context.Context, c client.Client) (repository string, err error) {
+	rootPlaced, err := placedRepositories(ctx, c, p.root)
+	if err != nil {
+		return "", err
+	}
+	orgPlaced, err := placedRepositories(ctx, c, p.org)
+	if err != nil {
+		return "", err
+	}
+	// HNC copies the root's build configuration into the org under the same names; an org's
+	// own object of such a name would have been overwritten by the copy.
+	for name := range rootPlaced {
+		delete(orgPlaced, name)
+	}
+	switch {
+	case len(orgPlaced) > 0:
+		placed, err := single(orgPlaced, p.org)
+		return cfv1alpha1.SpaceRepository(placed, []string{p.namespace}), err
+	case len(rootPlaced) > 0:
+		placed, err := single(rootPlaced, p.root)
+		return cfv1alpha1.SpaceRepository(placed, []string{p.org, p.namespace}), err
+	}
+	return "", nil
+}
+
+// placedRepositories returns the droplet repositories that the build-config Secrets in a
+// namespace set, by Secret name. It reads only the Secrets' metadata.
+func placedRepositories(ctx context.Context, c client.Client, namespace string) (map[string]string, error) {
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabels{cfv1alpha1.BuildConfigLabel: "true"}); err != nil {
+		return nil, fmt.Errorf("listing the build-config Secrets of namespace %s: %w", namespace, err)
+	}
+	placed := map[string]string{}
+	for _, secret := range secrets.Items {
+		if prefix, ok := secret.Annotations[cfv1alpha1.DropletRepositoryPrefixAnnotation]; ok {
+			placed[secret.Name] = prefix
+		}
+	}
+	return placed, nil
+}
+
+// single is the one droplet repository placed in a namespace; cf-hnc refuses to build with two
+// (AmbiguousBuildConfig), and so does set-registry.
+func single(placed map[string]string, namespace string) (string, error) {
+	names := slices.Sorted(maps.Keys(placed))
+	if len(names) > 1 {
+		return "", fmt.Errorf("Secrets %s in namespace %s both set the droplet repository: remove all but one", strings.Join(names, ", "), namespace)
+	}
+	return placed[names[0]], nil
 }

@@ -1,6 +1,6 @@
-// Package cli is the kubectl-cf plugin: the commands with which an operator creates Cloud
-// Foundry orgs and spaces, places an org's registry credentials once, and sees the tree of orgs
-// and spaces with whether each space can build. Every command talks to the cluster through
+// Package cli is the kubectl-cf plugin: the commands with which an operator creates and deletes
+// Cloud Foundry orgs and spaces and places an org's registry credentials once, and with which a
+// developer pushes, lists and restages apps. Every command talks to the cluster through
 // controller-runtime's client and writes to the command's output, so that tests run it
 // in-process.
 package cli
@@ -9,7 +9,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"code.cloudfoundry.org/cf-hnc/internal/scheme"
@@ -23,47 +25,117 @@ func NewCommand() *cobra.Command {
 	return newCommand(connect)
 }
 
-// session is what every subcommand shares: the cluster it talks to and the root namespace.
+// session is what every subcommand shares: the kubeconfig flags every kubectl plugin has
+// (--kubeconfig, --context, --namespace, --as, --as-group, ...), and the root namespace.
 type session struct {
-	kubeconfig string
-	root       string
-	connect    func(kubeconfig string) (client.Client, error)
+	flags   *genericclioptions.ConfigFlags
+	root    string
+	connect func(*rest.Config) (client.Client, error)
 }
 
-// client connects to the cluster that --kubeconfig, $KUBECONFIG or ~/.kube/config names.
+// restConfig is the connection that the kubeconfig flags select.
+func (s *session) restConfig() (*rest.Config, error) {
+	config, err := s.flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return config, nil
+}
+
+// client connects to the cluster that the kubeconfig flags select.
 func (s *session) client() (client.Client, error) {
-	return s.connect(s.kubeconfig)
+	config, err := s.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return s.connect(config)
+}
+
+// clientset is a client-go clientset for what controller-runtime's client does not do: pod logs.
+func (s *session) clientset() (kubernetes.Interface, error) {
+	config, err := s.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(config)
+}
+
+// namespace is the namespace of --namespace, else of the kubeconfig's context; explicit says
+// whether --namespace or the context set it (rather than kubectl's fallback "default").
+func (s *session) namespace() (namespace string, explicit bool, err error) {
+	namespace, explicit, err = s.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", false, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	if !explicit {
+		// Namespace() calls a context's own namespace "not overridden"; only kubectl's
+		// fallback is not explicit for us.
+		raw, rawErr := s.flags.ToRawKubeConfigLoader().RawConfig()
+		if rawErr == nil {
+			contextName := raw.CurrentContext
+			if s.flags.Context != nil && *s.flags.Context != "" {
+				contextName = *s.flags.Context
+			}
+			if c, ok := raw.Contexts[contextName]; ok && c.Namespace != "" {
+				explicit = true
+			}
+		}
+	}
+	return namespace, explicit, nil
 }
 
 // newCommand builds the command tree around connect, which tests replace to observe the client.
-func newCommand(connect func(kubeconfig string) (client.Client, error)) *cobra.Command {
-	s := &session{connect: connect}
+func newCommand(connect func(*rest.Config) (client.Client, error)) *cobra.Command {
+	s := &session{flags: configFlags(), connect: connect}
 	root := &cobra.Command{
 		Use:   "kubectl-cf",
-		Short: "Manage Cloud Foundry orgs, spaces and their build configuration on cf-hnc",
+		Short: "Run Cloud Foundry orgs, spaces and apps on cf-hnc",
+		Long: "Operators create orgs and spaces and place an org's registry once; developers push apps, " +
+			"see their builds and restage them. Every command takes kubectl's connection flags " +
+			"(--kubeconfig, --context, --as, --as-group, ...).",
 		// kubectl runs the plugin as `kubectl cf`: the help says so.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl cf"},
 		// Errors are about the cluster's state far more often than about the usage; the
 		// usage is one --help away.
 		SilenceUsage: true,
-		// Shell completion reaches a kubectl plugin only through a kubectl_complete-cf script,
-		// which this plugin does not ship.
+		// kubectl completes a plugin's arguments through the kubectl_complete-cf script
+		// (cmd/kubectl-cf), which runs cobra's hidden __complete command; a `completion`
+		// command of the plugin's own would be of no use under kubectl.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.PersistentFlags().StringVar(&s.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
+	s.flags.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().Lookup("namespace").Usage =
+		"The space that app commands work in, by its namespace (the space's GUID), when --org and --space are not given; default: the kubeconfig context's namespace."
 	root.PersistentFlags().StringVar(&s.root, "root-namespace", "cf", "The root namespace: orgs live in it.")
-	root.AddCommand(newCreateOrgCommand(s), newCreateSpaceCommand(s), newSetRegistryCommand(s), newTreeCommand(s))
+	root.AddGroup(
+		&cobra.Group{ID: "apps", Title: "Apps (developers):"},
+		&cobra.Group{ID: "orgs", Title: "Orgs and spaces (operators):"},
+	)
+	for _, cmd := range []*cobra.Command{newPushCommand(s), newAppsCommand(s), newBuildsCommand(s), newRestageCommand(s)} {
+		cmd.GroupID = "apps"
+		root.AddCommand(cmd)
+	}
+	for _, cmd := range []*cobra.Command{newCreateOrgCommand(s), newCreateSpaceCommand(s), newSetRegistryCommand(s),
+		newSetUpgradePolicyCommand(s), newTreeCommand(s), newDeleteSpaceCommand(s), newDeleteOrgCommand(s)} {
+		cmd.GroupID = "orgs"
+		root.AddCommand(cmd)
+	}
 	return root
 }
 
-// connect returns a client for the kubeconfig at path, or for the one kubectl would use.
-func connect(path string) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	config, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-	}
+// configFlags are kubectl's connection flags, without those that would take names the plugin's
+// commands use: --server (-s) and basic-auth's --username and --password, which are
+// set-registry's flags for the registry, and -s which names a space.
+func configFlags() *genericclioptions.ConfigFlags {
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.APIServer = nil
+	flags.Username = nil
+	flags.Password = nil
+	return flags
+}
+
+// connect returns a client for a connection.
+func connect(config *rest.Config) (client.Client, error) {
 	c, err := client.New(config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", config.Host, err)

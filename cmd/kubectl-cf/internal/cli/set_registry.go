@@ -39,7 +39,8 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 			"a registry credential Secret for HOST and the build ServiceAccount, both labelled " + cfv1alpha1.BuildConfigLabel +
 			"=true: cf-hnc propagates them to every space below and lists the credentials on the ServiceAccount. " +
 			"Run it again to rotate the password. Then show, for each space affected, whether it can build.",
-		Args: o.validateArgs,
+		Args:              o.validateArgs,
+		ValidArgsFunction: s.completeOrgThenSpace,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.readPassword(cmd.InOrStdin()); err != nil {
 				return err
@@ -54,6 +55,9 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 			}
 			p, err := s.place(cmd.Context(), c, o.allOrgs, args)
 			if err != nil {
+				return err
+			}
+			if err := o.checkNarrowing(cmd.Context(), c, p); err != nil {
 				return err
 			}
 			if err := o.apply(cmd.Context(), c, p); err != nil {
@@ -74,7 +78,9 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 	f.StringVar(&o.password, "password", "", "The registry password (visible in the shell history: prefer --password-stdin).")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "Read the registry password from stdin.")
 	f.StringVar(&o.dropletRepository, "droplet-repository", "",
-		`Where droplets are pushed, as "<prefix>/<app guid>" (for example registry.example.com/cf/acme); omitted, an earlier value is kept.`)
+		`Where the droplets of the spaces below go (for example registry.example.com/cf/acme): each space gets "<it>/<space guid>" `+
+			`below an org's ("<it>/<org guid>/<space guid>" below the root's). For a space, only a repository within the space's own `+
+			`may be given, to narrow it. Omitted, an earlier value is kept.`)
 	cobra.CheckErr(cmd.MarkFlagRequired("server"))
 	cobra.CheckErr(cmd.MarkFlagRequired("username"))
 	cmd.MarkFlagsOneRequired("password", "password-stdin")
@@ -170,4 +176,27 @@ func (o *registryOptions) check() (string, error) {
 		}
 	}
 	return host, nil
+}
+
+// checkNarrowing refuses, before anything is written, a space's --droplet-repository that is not
+// within the space's repository: cf-hnc would not build with it (InvalidDropletRepository).
+func (o *registryOptions) checkNarrowing(ctx context.Context, c client.Client, p placement) error {
+	if p.level != cfv1alpha1.SpaceLevel || o.dropletRepository == "" {
+		return nil
+	}
+	repository, err := p.spaceRepository(ctx, c)
+	if err != nil {
+		return err
+	}
+	flag, org := fmt.Sprintf("--droplet-repository %q", o.dropletRepository), p.orgs[p.org]
+	if repository == "" {
+		return fmt.Errorf("%s: neither org %q nor the root places a droplet repository, and a space may only narrow theirs: "+
+			"place the org's first (kubectl cf set-registry %s --server ... --droplet-repository PREFIX), or omit --droplet-repository",
+			flag, org, org)
+	}
+	if !cfv1alpha1.WithinRepository(o.dropletRepository, repository) {
+		return fmt.Errorf("%s is not within %q, the repository of %s: a space may only narrow it, so give that repository "+
+			"or one below it, or omit --droplet-repository", flag, repository, p.description)
+	}
+	return nil
 }

@@ -54,7 +54,7 @@ var _ = Describe("set-registry", func() {
 			Expect(s.Status.Build.RegistryCredentials).To(ConsistOf(cfv1alpha1.RegistryCredential{
 				Registry: "registry.local", Secret: cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: org}}))
 			Expect(s.Status.Build.ServiceAccount).To(Equal(&cfv1alpha1.PlacedObject{Name: "cf-build-org", From: org}))
-			Expect(s.Status.Build.DropletRepositoryPrefix).To(Equal("registry.local/" + org))
+			Expect(s.Status.Build.DropletRepositoryPrefix).To(Equal("registry.local/"+org+"/"+space), "each space has its own repository below the org's")
 			Expect(meta.FindStatusCondition(s.Status.Conditions, cfv1alpha1.BuildReadyCondition)).To(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
 		}
 
@@ -77,7 +77,7 @@ var _ = Describe("set-registry", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		out, err := kubectlCF(ctx, "set-registry", name, "DEV", "--server", "registry.local", "--username", "acme-dev",
-			"--password", "s3cret", "--droplet-repository", "registry.local/"+dev)
+			"--password", "s3cret", "--droplet-repository", "registry.local/"+org+"/"+dev+"/narrowed")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(lines(out)).To(Equal([]string{
 			fmt.Sprintf(`registry registry.local set for space "dev" of org %q: Secret cf-registry-space and ServiceAccount cf-build-space in namespace %s`, name, dev),
@@ -90,11 +90,56 @@ var _ = Describe("set-registry", func() {
 		overridden := cfSpace(ctx, org, dev).Status.Build
 		Expect(overridden.RegistryCredentials).To(ConsistOf(HaveField("Secret", cfv1alpha1.PlacedObject{Name: "cf-registry-space", From: dev})))
 		Expect(overridden.ServiceAccount).To(Equal(&cfv1alpha1.PlacedObject{Name: "cf-build-space", From: dev}))
-		Expect(overridden.DropletRepositoryPrefix).To(Equal("registry.local/" + dev))
+		Expect(overridden.DropletRepositoryPrefix).To(Equal("registry.local/" + org + "/" + dev + "/narrowed"))
 		other := cfSpace(ctx, org, prod).Status.Build
 		Expect(other.RegistryCredentials).To(ConsistOf(HaveField("Secret", cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: org})))
-		Expect(other.DropletRepositoryPrefix).To(Equal("registry.local/" + org))
+		Expect(other.DropletRepositoryPrefix).To(Equal("registry.local/" + org + "/" + prod))
 	})
+
+	DescribeTable("refuses a space's droplet repository that does not narrow the space's own, before it writes anything",
+		func(ctx SpecContext, orgRepository, rootRepository string, spaceRepository func() string, message func() string) {
+			if orgRepository != "" {
+				_, err := kubectlCF(ctx, "set-registry", name, "--server", "registry.local", "--username", "acme",
+					"--password", "s3cret", "--droplet-repository", orgRepository, "--wait=false")
+				Expect(err).NotTo(HaveOccurred())
+			}
+			if rootRepository != "" {
+				DeferCleanup(removeRootRegistry)
+				_, err := kubectlCF(ctx, "set-registry", "--all-orgs", "--server", "registry.local", "--username", "cf",
+					"--password", "s3cret", "--droplet-repository", rootRepository, "--wait=false")
+				Expect(err).NotTo(HaveOccurred())
+			}
+			_, err := kubectlCF(ctx, "set-registry", name, "dev", "--server", "registry.local", "--username", "acme-dev",
+				"--password", "s3cret", "--droplet-repository", spaceRepository())
+			Expect(err).To(MatchError(message()))
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: dev, Name: "cf-registry-space"}, &corev1.Secret{})).To(BeNotFound())
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: dev, Name: "cf-build-space"}, &corev1.ServiceAccount{})).To(BeNotFound())
+		},
+		Entry("a repository beside the space's", "registry.local/acme", "",
+			func() string { return "registry.local/acme/" + prod },
+			func() string {
+				return fmt.Sprintf(`--droplet-repository "registry.local/acme/%s" is not within "registry.local/acme/%s", the repository of space "dev" of org %q: `+
+					`a space may only narrow it, so give that repository or one below it, or omit --droplet-repository`, prod, dev, name)
+			}),
+		Entry("the org's repository itself, which the space's lies below", "registry.local/acme", "",
+			func() string { return "registry.local/acme" },
+			func() string {
+				return fmt.Sprintf(`--droplet-repository "registry.local/acme" is not within "registry.local/acme/%s", the repository of space "dev" of org %q: `+
+					`a space may only narrow it, so give that repository or one below it, or omit --droplet-repository`, dev, name)
+			}),
+		Entry("a repository beside the space's, below the root's", "", "registry.local/cf",
+			func() string { return "registry.local/cf/" + dev },
+			func() string {
+				return fmt.Sprintf(`--droplet-repository "registry.local/cf/%s" is not within "registry.local/cf/%s/%s", the repository of space "dev" of org %q: `+
+					`a space may only narrow it, so give that repository or one below it, or omit --droplet-repository`, dev, org, dev, name)
+			}),
+		Entry("any repository while neither the org nor the root places one", "", "",
+			func() string { return "registry.local/" + dev },
+			func() string {
+				return fmt.Sprintf(`--droplet-repository "registry.local/%s": neither org %q nor the root places a droplet repository, and a space may only narrow theirs: `+
+					`place the org's first (kubectl cf set-registry %s --server ... --droplet-repository PREFIX), or omit --droplet-repository`, dev, name, name)
+			}),
+	)
 
 	It("places the registry for every org in the root namespace", func(ctx SpecContext) {
 		DeferCleanup(removeRootRegistry)

@@ -24,8 +24,7 @@ var _ = Describe("tree", func() {
 		prefix := unique("tree")
 		beta, alpha := createOrg(ctx, prefix+"-Beta"), createOrg(ctx, prefix+"-alpha")
 		prod, dev, web := createSpace(ctx, beta, "prod"), createSpace(ctx, beta, "dev"), createSpace(ctx, alpha, "web")
-		_, err := kubectlCF(ctx, "set-registry", beta, "prod", "--server", "registry.local", "--username", "u",
-			"--password", "p", "--droplet-repository", "registry.local/"+prod)
+		_, err := kubectlCF(ctx, "set-registry", beta, "prod", "--server", "registry.local", "--username", "u", "--password", "p")
 		Expect(err).NotTo(HaveOccurred())
 
 		out, err := kubectlCF(ctx, "tree")
@@ -36,7 +35,7 @@ var _ = Describe("tree", func() {
 			"└── web " + web + " True False (RegistryCredentialsMissing)",
 			prefix + "-Beta " + beta + " True",
 			"├── dev " + dev + " True False (RegistryCredentialsMissing)",
-			"└── prod " + prod + " True False (BuilderMissing)",
+			"└── prod " + prod + " True False (DropletRepositoryMissing)",
 		}, "\n") + "\n"))
 
 		By("aligning the columns under the header")

@@ -80,9 +80,9 @@ var _ = Describe("finding an org or a space", func() {
 var _ = Describe("waiting for a space to pick up set-registry", func() {
 	dev := space("org", "dev", "dev")
 	placements := map[string]placement{
-		rootLevel:  {level: rootLevel, namespace: "cf"},
-		orgLevel:   {level: orgLevel, namespace: "org", org: "org"},
-		spaceLevel: {level: spaceLevel, namespace: "dev", org: "org"},
+		cfv1alpha1.RootLevel:  {level: cfv1alpha1.RootLevel, namespace: "cf"},
+		cfv1alpha1.OrgLevel:   {level: cfv1alpha1.OrgLevel, namespace: "org", org: "org"},
+		cfv1alpha1.SpaceLevel: {level: cfv1alpha1.SpaceLevel, namespace: "dev", org: "org"},
 	}
 
 	DescribeTable("counts an object the space uses as covering the placed one when it is that one or placed nearer the space",
@@ -90,14 +90,14 @@ var _ = Describe("waiting for a space to pick up set-registry", func() {
 			p := placements[level]
 			Expect(p.covers(&dev, used, p.secretName())).To(Equal(covers))
 		},
-		Entry("the org's, for the org", orgLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: "org"}, true),
-		Entry("another of the org's, for the org", orgLevel, cfv1alpha1.PlacedObject{Name: "other", From: "org"}, false),
-		Entry("the root's, for the org", orgLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-root", From: "cf"}, false),
-		Entry("the space's, for the org", orgLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-space", From: "dev"}, true),
-		Entry("the org's, for the root", rootLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: "org"}, true),
-		Entry("the root's, for the root", rootLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-root", From: "cf"}, true),
-		Entry("the org's, for the space", spaceLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: "org"}, false),
-		Entry("the space's, for the space", spaceLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-space", From: "dev"}, true),
+		Entry("the org's, for the org", cfv1alpha1.OrgLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: "org"}, true),
+		Entry("another of the org's, for the org", cfv1alpha1.OrgLevel, cfv1alpha1.PlacedObject{Name: "other", From: "org"}, false),
+		Entry("the root's, for the org", cfv1alpha1.OrgLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-root", From: "cf"}, false),
+		Entry("the space's, for the org", cfv1alpha1.OrgLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-space", From: "dev"}, true),
+		Entry("the org's, for the root", cfv1alpha1.RootLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: "org"}, true),
+		Entry("the root's, for the root", cfv1alpha1.RootLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-root", From: "cf"}, true),
+		Entry("the org's, for the space", cfv1alpha1.SpaceLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-org", From: "org"}, false),
+		Entry("the space's, for the space", cfv1alpha1.SpaceLevel, cfv1alpha1.PlacedObject{Name: "cf-registry-space", From: "dev"}, true),
 	)
 
 	DescribeTable("is done once the space's credentials and ServiceAccount are covered and listed together",
@@ -109,7 +109,7 @@ var _ = Describe("waiting for a space to pick up set-registry", func() {
 				ServiceAccount: &cfv1alpha1.PlacedObject{Name: "cf-build-org", From: "org"},
 			}
 			change(&s)
-			Expect(placements[orgLevel].settled(&s, "registry.local")).To(Equal(settled))
+			Expect(placements[cfv1alpha1.OrgLevel].settled(&s, "registry.local")).To(Equal(settled))
 		},
 		Entry("both placed ones", func(*cfv1alpha1.CFSpace) {}, true),
 		Entry("no build configuration yet", func(s *cfv1alpha1.CFSpace) { s.Status.Build = nil }, false),

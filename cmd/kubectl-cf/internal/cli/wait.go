@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,15 +16,6 @@ import (
 
 // pollInterval is how often a waiting command looks at the cluster again.
 const pollInterval = 250 * time.Millisecond
-
-// needsOperator are the reasons for which Ready stays False until an operator acts: waiting
-// longer would only hide them.
-var needsOperator = []string{
-	cfv1alpha1.AnchorConflictReason,
-	cfv1alpha1.AnchorForbiddenReason,
-	cfv1alpha1.DuplicateNameReason,
-	cfv1alpha1.WrongNamespaceReason,
-}
 
 // waitOptions are the --wait and --timeout flags of the commands that change the cluster.
 type waitOptions struct {
@@ -53,7 +43,7 @@ func waitReady(ctx context.Context, c client.Client, obj client.Object, conditio
 			return false, nil
 		case ready.Status == metav1.ConditionTrue:
 			return true, nil
-		case slices.Contains(needsOperator, ready.Reason):
+		case cfv1alpha1.NeedsOperator(ready.Reason):
 			return false, fmt.Errorf("needs an operator: %s", describe(ready))
 		}
 		return false, nil

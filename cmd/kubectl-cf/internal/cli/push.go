@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+// pushOptions are the flags of push.
+type pushOptions struct {
+	target     targetFlags
+	path       string
+	buildpacks []string
+	stack      string
+	timeout    time.Duration
+}
+
+func newPushCommand(s *session) *cobra.Command {
+	o := &pushOptions{}
+	cmd := &cobra.Command{
+		Use:   "push APP -o ORG -s SPACE [-p DIR] [-b BUILDPACK ...] [--stack STACK]",
+		Short: "Upload an app's source, stage it with kpack and run the droplet",
+		Long: `Push an app as the CF API does: find the app APP in the space (names are unique per space, ignoring
+case) or create it; upload the directory DIR (default: the current one) as a package, leaving out
+what .cfignore (gitignore syntax) and the cf CLI's default exclusions name; stage the package in a
+build, following it; and once it staged, make the droplet the app's current one and start the app.
+
+-b and --stack set the app's lifecycle, as cf push does: the buildpacks (ids of the space's
+ClusterStore, in detection order; "-b default" goes back to detecting with the space's default
+Builder) and the stack (a ClusterStack). Without them the app keeps its lifecycle. Both are
+checked by cf-hnc's admission before anything is uploaded.
+
+The package is uploaded to the space's package repository with the registry credentials that
+the space's builds use. Nothing is created before the space is BuildReady, the source is
+packed, the lifecycle is accepted and the upload succeeded. A build that fails stays, as build
+history; one that has not finished when push is interrupted or --timeout passes is deleted, with
+what push created for it, so that a retry is not queued behind it. Like cf push --strategy
+rolling, an app keeps its droplet until the new one has staged.`,
+		Example: `  kubectl cf push web -o acme -s dev -p ./web
+  kubectl cf push web -o acme -s dev -b paketo-buildpacks/go -b paketo-buildpacks/procfile
+  kubectl cf push web -n <space guid>          # the space whose namespace this is`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: s.completeApps(&o.target),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), s, cmd.OutOrStdout(), args[0])
+		},
+	}
+	o.target.addFlags(cmd, s, true)
+	cmd.Flags().StringVarP(&o.path, "path", "p", ".", "The directory with the app's source.")
+	cmd.Flags().StringArrayVarP(&o.buildpacks, "buildpack", "b", nil,
+		`A buildpack of the app's lifecycle; repeat for several, in detection order. "default" (or "null") alone: detect with the space's default Builder.`)
+	cmd.Flags().StringVar(&o.stack, "stack", "", "The app's stack, a ClusterStack.")
+	stagingTimeoutFlag(cmd, &o.timeout)
+	cobra.CheckErr(cmd.RegisterFlagCompletionFunc("buildpack", s.completeBuildpacks))
+	cobra.CheckErr(cmd.RegisterFlagCompletionFunc("stack", s.completeStacks))
+	return cmd
+}
+
+func (o *pushOptions) run(ctx context.Context, s *session, out io.Writer, name string) error {
+	if err := o.target.check(); err != nil {
+		return err
+	}
+	buildpacks, err := o.lifecycleBuildpacks()
+	if err != nil {
+		return err
+	}
+	source, err := packSource(o.path)
+	if err != nil {
+		return err
+	}
+	defer source.cleanup()
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	t, err := o.target.resolve(ctx, s, c)
+	if err != nil {
+		return err
+	}
+	if err := checkBuildReady(t); err != nil {
+		return err
+	}
+	current, err := lookupApp(ctx, c, t.space.Name, name)
+	if err != nil {
+		return err
+	}
+	app := o.desiredApp(t, current, name, buildpacks)
+	if err := o.validate(ctx, c, current, app); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Pushing app %q to %s\n", name, t)
+	fmt.Fprintf(out, "Packed %s: %s\n", o.path, source)
+
+	keychain, err := spaceKeychain(ctx, c, t.space)
+	if err != nil {
+		return err
+	}
+	pkg := string(uuid.NewUUID())
+	image, err := uploadPackage(ctx, keychain, source, t.space.Status.Build.DropletRepositoryPrefix, app.Name, pkg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Uploaded package %s: %s\n", pkg, image)
+
+	d := &deployment{s: s, c: c, out: out, app: app, pkg: pkg, timeout: o.timeout}
+	if err := o.apply(ctx, c, out, current, app, d); err != nil {
+		return err
+	}
+	// The package is created once its bits are uploaded, as the CF API marks a package READY.
+	pkgObject := &cfv1alpha1.CFPackage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: pkg, OwnerReferences: ownedByApp(app)},
+		Spec: cfv1alpha1.CFPackageSpec{
+			Type:   cfv1alpha1.BitsPackage,
+			AppRef: corev1.LocalObjectReference{Name: app.Name},
+			Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{Image: image, ImagePullSecrets: t.space.Status.Build.SecretNames()}},
+		},
+	}
+	if err := c.Create(ctx, pkgObject); err != nil {
+		return d.abandon(ctx, fmt.Errorf("creating the package: %w", rejected(err)))
+	}
+	d.created = append([]client.Object{pkgObject}, d.created...)
+	return d.run(ctx)
+}
+
+// defaultBuildpack is what -b takes, as in the cf CLI, to go back to the default Builder.
+var defaultBuildpack = regexp.MustCompile(`^(default|null)$`)
+
+// lifecycleBuildpacks are the buildpacks -b sets: nil when -b is not given, empty for "default".
+func (o *pushOptions) lifecycleBuildpacks() ([]string, error) {
+	if o.buildpacks == nil {
+		return nil, nil
+	}
+	if slices.ContainsFunc(o.buildpacks, defaultBuildpack.MatchString) {
+		if len(o.buildpacks) > 1 {
+			return nil, fmt.Errorf(`-b %s: "default" detects with the space's default Builder and cannot be combined with buildpacks`,
+				strings.Join(o.buildpacks, " -b "))
+		}
+		return []string{}, nil
+	}
+	return o.buildpacks, nil
+}
+
+// desiredApp is the app as push leaves it: the app found, with the lifecycle that -b and
+// --stack set, or a new app, stopped until its droplet is staged, as the CF API creates it.
+func (o *pushOptions) desiredApp(t target, current *cfv1alpha1.CFApp, name string, buildpacks []string) *cfv1alpha1.CFApp {
+	app := current.DeepCopy()
+	if app == nil {
+		app = &cfv1alpha1.CFApp{
+			ObjectMeta: metav1.ObjectMeta{Namespace: t.space.Name, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFAppSpec{
+				DisplayName:  name,
+				DesiredState: cfv1alpha1.StoppedState,
+				Lifecycle:    cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle},
+			},
+		}
+	}
+	if buildpacks != nil {
+		app.Spec.Lifecycle.Data.Buildpacks = buildpacks
+	}
+	if o.stack != "" {
+		app.Spec.Lifecycle.Data.Stack = o.stack
+	}
+	return app
+}
+
+// validate has cf-hnc's admission check the app (its lifecycle: buildpacks of the space's store,
+// an existing stack) in a dry run, before anything is uploaded.
+func (o *pushOptions) validate(ctx context.Context, c client.Client, current, app *cfv1alpha1.CFApp) error {
+	var err error
+	if current == nil {
+		err = c.Create(ctx, app.DeepCopy(), client.DryRunAll)
+	} else {
+		err = c.Patch(ctx, app.DeepCopy(), client.MergeFrom(current), client.DryRunAll)
+	}
+	if err != nil {
+		return fmt.Errorf("app %q: %w", app.Spec.DisplayName, rejectedAs(err, lifecycleFlag))
+	}
+	return nil
+}
+
+// lifecycleFlag names the fields of an app's lifecycle by the push flags that set them.
+func lifecycleFlag(field string) string {
+	switch {
+	case field == "spec.lifecycle.data.stack":
+		return "--stack"
+	case strings.HasPrefix(field, "spec.lifecycle.data.buildpacks"):
+		return "--buildpack"
+	}
+	return field
+}
+
+// apply creates the app, or updates its lifecycle, now that its package is uploaded.
+func (o *pushOptions) apply(ctx context.Context, c client.Client, out io.Writer, current, app *cfv1alpha1.CFApp, d *deployment) error {
+	if current == nil {
+		if err := c.Create(ctx, app); err != nil {
+			return fmt.Errorf("creating app %q: %w", app.Spec.DisplayName, rejectedAs(err, lifecycleFlag))
+		}
+		d.created = append(d.created, app)
+		fmt.Fprintf(out, "Created app %q: %s\n", app.Spec.DisplayName, app.Name)
+		return nil
+	}
+	if !equalLifecycles(current.Spec.Lifecycle, app.Spec.Lifecycle) {
+		if err := c.Patch(ctx, app, client.MergeFrom(current)); err != nil {
+			return fmt.Errorf("updating app %q: %w", app.Spec.DisplayName, rejectedAs(err, lifecycleFlag))
+		}
+		fmt.Fprintf(out, "Updated the lifecycle of app %q: %s\n", app.Spec.DisplayName, describeLifecycle(app.Spec.Lifecycle.Data))
+	}
+	return nil
+}
+
+func equalLifecycles(a, b cfv1alpha1.Lifecycle) bool {
+	return a.Type == b.Type && a.Data.Stack == b.Data.Stack && slices.Equal(a.Data.Buildpacks, b.Data.Buildpacks)
+}
+
+// describeLifecycle is an app's lifecycle for a person.
+func describeLifecycle(d cfv1alpha1.LifecycleData) string {
+	buildpacks, stack := "the default Builder's", "the default Builder's"
+	if len(d.Buildpacks) > 0 {
+		buildpacks = strings.Join(d.Buildpacks, ", ")
+	}
+	if d.Stack != "" {
+		stack = d.Stack
+	}
+	return fmt.Sprintf("buildpacks %s, stack %s", buildpacks, stack)
+}

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+)
+
+// restageOptions are the flags of restage.
+type restageOptions struct {
+	target  targetFlags
+	timeout time.Duration
+}
+
+func newRestageCommand(s *session) *cobra.Command {
+	o := &restageOptions{}
+	cmd := &cobra.Command{
+		Use:   "restage APP -o ORG -s SPACE",
+		Short: "Stage the app's current package again and run the droplet, or run its held droplet",
+		Long: `Restage an app as Cloud Foundry does: stage its current package (the newest it was pushed with)
+again, and run the droplet.
+
+When kpack rebuilt the app's droplet for new buildpacks or a new lifecycle and the org's
+buildpack upgrade policy is Held (kubectl cf set-upgrade-policy), cf-hnc keeps that droplet
+staged and held (kubectl cf apps shows it). If it was built from the current package, it is
+exactly what staging again would give: restage then runs it at once, without a build. Otherwise
+it creates a build of the current package and follows it, as push does.`,
+		Example:           `  kubectl cf restage web -o acme -s dev`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: s.completeApps(&o.target),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), s, cmd.OutOrStdout(), args[0])
+		},
+	}
+	o.target.addFlags(cmd, s, true)
+	stagingTimeoutFlag(cmd, &o.timeout)
+	return cmd
+}
+
+func (o *restageOptions) run(ctx context.Context, s *session, out io.Writer, name string) error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	t, err := o.target.resolve(ctx, s, c)
+	if err != nil {
+		return err
+	}
+	app, err := findApp(ctx, c, t, name)
+	if err != nil {
+		return err
+	}
+	pkg, err := currentPackage(ctx, c, app)
+	if err != nil {
+		return err
+	}
+	held, err := heldDroplet(ctx, c, app, pkg)
+	if err != nil {
+		return err
+	}
+	if held != nil {
+		if err := setDroplet(ctx, c, app, held.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "App %q now runs its held droplet %s, which kpack rebuilt from its current package because of %s; "+
+			"nothing needed staging.\n", app.Spec.DisplayName, held.Name, held.Annotations[cfv1alpha1.RebuildReasonAnnotation])
+		printDroplet(out, held)
+		return nil
+	}
+	if err := checkBuildReady(t); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Restaging app %q in %s\n", app.Spec.DisplayName, t)
+	d := &deployment{s: s, c: c, out: out, app: app, pkg: pkg.Name, timeout: o.timeout}
+	return d.run(ctx)
+}
+
+// currentPackage is the app's newest uploaded package, which CF stages on a restage.
+func currentPackage(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp) (*cfv1alpha1.CFPackage, error) {
+	list := &cfv1alpha1.CFPackageList{}
+	if err := c.List(ctx, list, client.InNamespace(app.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing packages: %w", err)
+	}
+	uploaded := slices.DeleteFunc(list.Items, func(p cfv1alpha1.CFPackage) bool {
+		return p.Spec.AppRef.Name != app.Name || p.Spec.Source.Registry.Image == "" || !p.DeletionTimestamp.IsZero()
+	})
+	if len(uploaded) == 0 {
+		return nil, fmt.Errorf("app %q has no package to stage: push it first", app.Spec.DisplayName)
+	}
+	newest := slices.MaxFunc(uploaded, func(a, b cfv1alpha1.CFPackage) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	return &newest, nil
+}
+
+// heldDroplet is the app's held droplet if it is what staging pkg again would give: staged
+// from that package, as a rebuild that the org's policy holds. Otherwise nil.
+func heldDroplet(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, pkg *cfv1alpha1.CFPackage) (*cfv1alpha1.CFBuild, error) {
+	if app.Status.HeldDropletRef == nil {
+		return nil, nil
+	}
+	build := &cfv1alpha1.CFBuild{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Status.HeldDropletRef.Name}, build)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the held droplet %s: %w", app.Status.HeldDropletRef.Name, err)
+	}
+	if state, _ := buildState(build); state != stagedState || build.Spec.PackageRef.Name != pkg.Name {
+		return nil, nil
+	}
+	return build, nil
+}

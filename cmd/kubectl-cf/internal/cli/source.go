@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// packedTime is the modification time of every packed file, as the buildpack lifecycle gives
+// exported files: the same source packs to the same digest.
+var packedTime = time.Date(1980, time.January, 1, 0, 0, 1, 0, time.UTC)
+
+// packedSource is an app's directory packed as cf push uploads it: the files that .cfignore and
+// the cf CLI's default exclusions let through, as one tar layer in a temporary file.
+type packedSource struct {
+	dir string
+	// tarFile holds the layer; remove it with cleanup.
+	tarFile string
+	// files counts the regular files and symbolic links packed, bytes their size.
+	files int
+	bytes int64
+	// ignored counts the files and directories left out.
+	ignored int
+}
+
+// packSource packs dir. It reads every file, so an unreadable one fails here, before anything
+// is uploaded or created.
+func packSource(dir string) (p *packedSource, err error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("-p %q: %w", dir, unwrapPathError(err))
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("-p %q is not a directory: push the directory that holds the app's source", dir)
+	}
+	if err := readable(dir); err != nil {
+		return nil, err
+	}
+	rules, err := readIgnoreRules(dir)
+	if err != nil {
+		return nil, err
+	}
+	out, err := os.CreateTemp("", "kubectl-cf-package-*.tar")
+	if err != nil {
+		return nil, fmt.Errorf("packing %q: %w", dir, err)
+	}
+	p = &packedSource{dir: dir, tarFile: out.Name()}
+	defer func() {
+		err = errors.Join(err, out.Close())
+		if err != nil {
+			p.cleanup()
+			p = nil
+		}
+	}()
+	// The layer is written while the directory is walked, and may be in it (pushing from the
+	// temporary directory): it must not pack itself.
+	self, err := out.Stat()
+	if err != nil {
+		return p, err
+	}
+	w := tar.NewWriter(out)
+	if err := filepath.WalkDir(dir, func(file string, entry fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
+		}
+		rel, err := filepath.Rel(dir, file)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if info, err := entry.Info(); err == nil && os.SameFile(info, self) {
+			return nil
+		}
+		if rules.ignored(rel, entry.IsDir()) {
+			p.ignored++
+			if entry.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		return p.add(w, file, rel, entry)
+	}); err != nil {
+		return p, err
+	}
+	if err := w.Close(); err != nil {
+		return p, fmt.Errorf("packing %q: %w", dir, err)
+	}
+	switch {
+	case p.files == 0 && p.ignored == 0:
+		return p, fmt.Errorf("directory %q is empty: there is nothing to push", dir)
+	case p.files == 0:
+		return p, fmt.Errorf("directory %q has nothing to push: .cfignore and the default exclusions (%s) leave out all it holds",
+			dir, strings.Join(defaultIgnored, ", "))
+	}
+	return p, nil
+}
+
+// readable refuses a directory whose entries cannot be listed.
+func readable(dir string) error {
+	f, err := os.Open(dir)
+	if err == nil {
+		_, err = f.ReadDir(1)
+		f.Close()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("reading %q: %w", dir, unwrapPathError(err))
+	}
+	return nil
+}
+
+// readIgnoreRules reads the cf CLI's default exclusions and the directory's .cfignore, if any.
+func readIgnoreRules(dir string) (ignoreRules, error) {
+	rules, err := parseIgnore(strings.NewReader(strings.Join(defaultIgnored, "\n")), "the default exclusions")
+	if err != nil {
+		return nil, err
+	}
+	file, err := os.Open(filepath.Join(dir, ".cfignore"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return rules, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading .cfignore: %w", unwrapPathError(err))
+	}
+	defer file.Close()
+	own, err := parseIgnore(file, ".cfignore")
+	return append(rules, own...), err
+}
+
+// add writes a directory, a regular file or a symbolic link (as a link, as the cf CLI packs
+// it) into the layer. Other kinds of files (sockets, devices) cannot be part of an app.
+func (p *packedSource) add(w *tar.Writer, file, rel string, entry fs.DirEntry) error {
+	info, err := entry.Info()
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
+	}
+	hdr := &tar.Header{Name: rel, Mode: int64(info.Mode().Perm()), ModTime: packedTime}
+	switch {
+	case info.IsDir():
+		hdr.Typeflag, hdr.Name = tar.TypeDir, rel+"/"
+		return w.WriteHeader(hdr)
+	case info.Mode()&fs.ModeSymlink != 0:
+		if hdr.Linkname, err = os.Readlink(file); err != nil {
+			return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
+		}
+		hdr.Typeflag = tar.TypeSymlink
+		p.files++
+		return w.WriteHeader(hdr)
+	case !info.Mode().IsRegular():
+		p.ignored++
+		return nil
+	}
+	content, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
+	}
+	defer content.Close()
+	hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
+	if err := w.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, content); err != nil {
+		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
+	}
+	p.files++
+	p.bytes += info.Size()
+	return nil
+}
+
+// image is the package image: one layer holding the app's files, as the CF API stores bits.
+func (p *packedSource) image() (v1.Image, error) {
+	layer, err := tarball.LayerFromFile(p.tarFile)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.AppendLayers(empty.Image, layer)
+}
+
+// cleanup removes the temporary layer.
+func (p *packedSource) cleanup() {
+	if p != nil {
+		_ = os.Remove(p.tarFile)
+	}
+}
+
+func (p *packedSource) String() string {
+	s := fmt.Sprintf("%d files, %s", p.files, byteSize(p.bytes))
+	if p.ignored > 0 {
+		s += fmt.Sprintf("; %d left out by .cfignore and the default exclusions", p.ignored)
+	}
+	return s
+}
+
+// unwrapPathError drops the path that an *fs.PathError repeats, when the message names it.
+func unwrapPathError(err error) error {
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return pathErr.Err
+	}
+	return err
+}
+
+// byteSize is a size for a person.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
