@@ -84,8 +84,9 @@ var _ = Describe("Bad input", Ordered, func() {
 		app := createApp(ctx, space, defaultLifecycle)
 		build := newBuild(app, "package")
 		Expect(k8s.Create(ctx, build)).To(Succeed())
+		original := build.DeepCopy()
 		build.Spec.PackageRef.Name = "another"
-		Expect(k8s.Update(ctx, build)).To(MatchError(ContainSubstring("a CFBuild's spec cannot change once created: create a new CFBuild to stage again")))
+		Expect(k8s.Patch(ctx, build, client.MergeFrom(original))).To(MatchError(ContainSubstring("a CFBuild's spec cannot change once created: create a new CFBuild to stage again")))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(build), build)).To(Succeed())
 		Expect(build.Spec.PackageRef.Name).To(Equal("package"))
 

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/dockerconfig"
 )
 
 // The developer's flow through the built plugin: push, apps, builds, restage, against kpack,
@@ -98,7 +99,8 @@ var _ = Describe("Pushing with kubectl cf", func() {
 	})
 
 	It("sets the app's buildpacks with -b, finds the app again by its name in any case, and -b default resets them", func(ctx SpecContext) {
-		out := cf("push", "web", "-o", org, "-s", "dev", "-p", appSource(), "-b", "paketo-buildpacks/nodejs", "-b", "paketo-buildpacks/procfile")
+		// Named buildpacks are all required, as in CF: the source must be one that nodejs detects.
+		out := cf("push", "web", "-o", org, "-s", "dev", "-p", appSource("package.json", `{"name":"web"}`), "-b", "paketo-buildpacks/nodejs", "-b", "paketo-buildpacks/procfile")
 		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:\s+paketo-buildpacks/nodejs 1\.0\.0, paketo-buildpacks/procfile \d+\.\d+\.\d+$`))
 		app := appNamed(ctx, org, "web")
 		Expect(app.Spec.Lifecycle.Data.Buildpacks).To(Equal([]string{"paketo-buildpacks/nodejs", "paketo-buildpacks/procfile"}))
@@ -116,7 +118,7 @@ var _ = Describe("Pushing with kubectl cf", func() {
 	DescribeTable("refuses a lifecycle that cannot be built, before anything is uploaded or created",
 		func(ctx SpecContext, args []string, message string) {
 			stderr := cfFails(append([]string{"push", "web", "-o", org, "-s", "dev", "-p", appSource()}, args...)...)
-			Expect(stderr).To(Equal("Error: " + message + "\n"))
+			Expect(stderr).To(HavePrefix("Error: " + message))
 			expectNothingIn(ctx, space)
 		},
 		Entry("an unknown buildpack", []string{"-b", "paketo-buildpacks/go", "-b", "ruby_buildpack"},
@@ -131,6 +133,13 @@ var _ = Describe("Pushing with kubectl cf", func() {
 		// Credentials of another tenant: cf-hnc finds credentials for the host, the registry
 		// refuses them below this org's repository.
 		cf("set-registry", org, "--server", host, "--username", "orgs/"+other, "--password", cp.Kpack().TenantPassword)
+		Eventually(func() string {
+			copied := &corev1.Secret{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "cf-registry-org"}, copied)).To(Succeed())
+			creds, err := dockerconfig.Parse(copied)
+			Expect(err).NotTo(HaveOccurred())
+			return creds[host].Username
+		}).Should(Equal("orgs/"+other), "HNC has copied the rotated credentials into the space")
 		stderr := cfFails("push", "web", "-o", org, "-s", "dev", "-p", appSource())
 		Expect(stderr).To(HavePrefix(fmt.Sprintf("Error: uploading the package to %s/orgs/%s/%s/packages/", host, org, space)))
 		expectNothingIn(ctx, space)
@@ -210,10 +219,11 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 	})
 
 	It("runs the droplet that a Held buildpack upgrade staged, without staging again", func(ctx SpecContext) {
-		cf("push", "web", "-o", org, "-s", "dev", "-p", appSource())
+		// A Java app: the first buildpack that detects builds it, and no other spec upgrades Java.
+		cf("push", "web", "-o", org, "-s", "dev", "-p", sourceDir("Procfile", "web: java -jar app.jar\n", "pom.xml", "<project/>\n"))
 		app := appNamed(ctx, org, "web")
 		droplet := app.Spec.CurrentDropletRef.Name
-		_, err := cp.UpgradeBuildpack(ctx, "paketo-buildpacks/procfile", "1.1.0")
+		_, err := cp.UpgradeBuildpack(ctx, "paketo-buildpacks/java", "1.1.0")
 		Expect(err).NotTo(HaveOccurred())
 
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }, 2*time.Minute).Should(MatchRegexp(
@@ -226,7 +236,7 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 
 		out := cf("restage", "web", "-o", org, "-s", "dev")
 		Expect(out).To(HavePrefix(fmt.Sprintf(`App "web" now runs its held droplet %s, which kpack rebuilt from its current package because of BUILDPACK; nothing needed staging.`, held)))
-		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:.*paketo-buildpacks/procfile 1\.1\.0`))
+		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:.*paketo-buildpacks/java 1\.1\.0`))
 		Expect(objectsIn(ctx, space)).To(Equal(builds), "no build")
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }).Should(MatchRegexp(
 			`(?m)^web\s+%s\s+STARTED\s+%s\s+UpToDate$`, app.Name, held))
@@ -333,8 +343,13 @@ func appNamed(ctx SpecContext, org, name string) *cfv1alpha1.CFApp {
 // pairs.
 func appSource(files ...string) string {
 	GinkgoHelper()
+	return sourceDir(append([]string{"Procfile", "web: ./app\n", "main.go", "package main\n\n"}, files...)...)
+}
+
+// sourceDir writes a directory of files, given as name, content, name, content...
+func sourceDir(files ...string) string {
+	GinkgoHelper()
 	dir := GinkgoT().TempDir()
-	files = append([]string{"Procfile", "web: ./app\n", "main.go", "package main\n\n"}, files...)
 	for i := 0; i+1 < len(files); i += 2 {
 		Expect(os.WriteFile(filepath.Join(dir, files[i]), []byte(files[i+1]), 0o644)).To(Succeed())
 	}

@@ -129,8 +129,9 @@ var _ = Describe("A space developer", Ordered, func() {
 		}
 		build := newBuild(app, "package")
 		Expect(dev.Create(ctx, build)).To(Succeed())
+		unmarked := build.DeepCopy()
 		build.Labels = map[string]string{cfv1alpha1.RebuildOfLabel: "x"}
-		Expect(dev.Update(ctx, build)).To(BeForbidden(), "nor mark one afterwards")
+		Expect(dev.Patch(ctx, build, client.MergeFrom(unmarked))).To(BeForbidden(), "nor mark one afterwards")
 	})
 
 	It("cannot change what a build stages once it is created", func(ctx SpecContext) {
@@ -138,8 +139,9 @@ var _ = Describe("A space developer", Ordered, func() {
 		Expect(dev.Create(ctx, app)).To(Succeed())
 		build := newBuild(app, "package")
 		Expect(dev.Create(ctx, build)).To(Succeed())
+		original := build.DeepCopy()
 		build.Spec.PackageRef.Name = "another-package"
-		Expect(dev.Update(ctx, build)).To(MatchError(ContainSubstring("a CFBuild's spec cannot change once created")))
+		Expect(dev.Patch(ctx, build, client.MergeFrom(original))).To(MatchError(ContainSubstring("a CFBuild's spec cannot change once created")))
 	})
 
 	It("cannot stage another org's source: builds run as the space's ServiceAccount, whose credentials cannot read it", func(ctx SpecContext) {

@@ -101,9 +101,13 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		Expect(running.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, heldUpgradeDroplet))
 
 		Eventually(dropletCurrent(ctx, heldUpgrade)).Should(HaveField("Reason", cfv1alpha1.UpgradeHeldReason))
+		// kpack rebases the held droplet too, and the app then holds the rebased one.
+		Eventually(func() string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(heldUpgrade), heldUpgrade)).To(Succeed())
+			return getBuild(ctx, space, heldUpgrade.Status.HeldDropletRef.Name).Status.Droplet.RunImage
+		}, rollout).Should(HaveSuffix("@"+runImage), "the held droplet gets the fix too")
 		held := getBuild(ctx, space, heldUpgrade.Status.HeldDropletRef.Name)
 		Expect(held.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/nodejs", Version: "1.1.0"}))
-		Expect(held.Status.Droplet.RunImage).To(HaveSuffix("@"+runImage), "the held droplet gets the fix too")
 	})
 
 	It("paces the rebuilds: kpack's rebuild pods wait for cf-hnc to let them run, pushes do not", func(ctx SpecContext) {

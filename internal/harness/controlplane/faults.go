@@ -35,6 +35,9 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 			return err
 		}
 		cp.components[i] = restarted
+		if cp.kpack != nil && cp.kpack.controller == c {
+			cp.kpack.controller = restarted
+		}
 		cp.paths.recordPID(name, restarted.pid())
 		if ready := cp.readiness[name]; ready != nil {
 			return restarted.waitUntil(ctx, 2*time.Minute, "ready", ready)

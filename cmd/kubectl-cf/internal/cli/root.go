@@ -39,6 +39,9 @@ func (s *session) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
+	// client-go's defaults (5 requests a second) would throttle a build's progress, which is
+	// read several times a second; kubectl itself allows as much.
+	config.QPS, config.Burst = 50, 300
 	return config, nil
 }
 
