@@ -3,61 +3,64 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"os"
+	"slices"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
-// managerUser is the identity of the cf-hnc manager process. It is bound to the ClusterRole
-// that controller-gen generates from the RBAC markers, so that a missing marker fails the e2e
-// suite as it would fail in a cluster.
-const managerUser = "cf-hnc-manager"
-
-// managerRole is the ClusterRole in config/rbac/role.yaml.
-const managerRole = "cf-hnc-manager-role"
+// outOfClusterFlags are the manager flags whose values the local control plane sets instead of
+// the Deployment's (install.go says why); every other flag is exactly the Deployment's.
+var outOfClusterFlags = []string{
+	"kubeconfig",                // no in-cluster config: the ServiceAccount is impersonated
+	"health-probe-bind-address", // a free loopback port instead of the pod's :8081
+	"metrics-bind-address",      // a free loopback port instead of the pod's :8443
+	"webhook-host",              // 127.0.0.1 instead of every interface of the pod
+	"webhook-port",              // a free loopback port instead of 9443
+	"webhook-cert-dir",          // where the control plane copies the Secret, not the volume's path
+	"cert-extra-dns-names",      // localhost: the apiserver calls the webhooks there
+}
 
 // StartManager starts the cf-hnc manager process, or starts it again after StopManager, and
-// waits until it is ready and its webhooks are registered.
+// waits until it is ready: its webhook certificate rotated, mounted and injected, its webhook
+// server answering with it.
 func (cp *ControlPlane) StartManager(ctx context.Context) error {
 	if cp.manager != nil {
 		return fmt.Errorf("the cf-hnc manager is already running (pid %d)", cp.manager.pid())
 	}
-	kubeconfig, err := cp.managerKubeconfig(ctx)
-	if err != nil {
-		return err
-	}
+	d := cp.deployed
 	probes, metrics, err := freeLoopbackAddrs()
 	if err != nil {
 		return err
 	}
-	host, port, certDir := cp.Webhooks()
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--health-probe-bind-address=" + probes,
-		"--metrics-bind-address=" + metrics,
-		"--webhook-host=" + host,
-		"--webhook-port=" + strconv.Itoa(port),
-		"--webhook-cert-dir=" + certDir,
+	args, err := install.OverrideArgs(d.args, map[string]string{
+		"kubeconfig":                d.kubeconfig,
+		"health-probe-bind-address": probes,
+		"metrics-bind-address":      metrics,
+		"webhook-host":              "127.0.0.1",
+		"webhook-port":              fmt.Sprint(d.port),
+		"webhook-cert-dir":          d.certDir,
+		"cert-extra-dns-names":      "localhost",
+	}, outOfClusterFlags)
+	if err != nil {
+		return err
 	}
+	// A new pod starts with a fresh volume: no certificate of an earlier Secret.
+	if err := os.RemoveAll(d.certDir); err != nil {
+		return err
+	}
+	cp.stopSecretVolume = mountSecret(cp.Client, client.ObjectKey{Namespace: install.Namespace, Name: install.WebhookSecret},
+		d.certDir, cp.paths.logDir())
 	manager, err := startComponent("cf-hnc-manager", cp.paths.logDir(), cp.opts.Manager, args, nil)
 	if err != nil {
 		return err
 	}
-	cp.manager = manager
+	cp.manager, cp.managerArgs, cp.managerMetrics = manager, args, metrics
 	cp.paths.recordPID(manager.name, manager.pid())
-	if err := manager.waitUntil(ctx, time.Minute, "ready", httpOK("http://"+probes+"/readyz")); err != nil {
-		return err
-	}
-	if !cp.webhooksRegistered {
-		if err := cp.RegisterWebhooks(); err != nil {
-			return manager.failed(fmt.Errorf("webhooks could not be registered: %w", err))
-		}
-		cp.webhooksRegistered = true
-	}
-	return nil
+	return manager.waitUntil(ctx, time.Minute, "ready", httpOK("http://"+probes+"/readyz"))
 }
 
 // ManagerPID is the process id of the running cf-hnc manager, or 0.
@@ -68,35 +71,27 @@ func (cp *ControlPlane) ManagerPID() int {
 	return cp.manager.pid()
 }
 
+// ManagerArgs are the args the cf-hnc manager was last started with.
+func (cp *ControlPlane) ManagerArgs() []string { return slices.Clone(cp.managerArgs) }
+
+// ManagerKubeconfig is the kubeconfig the cf-hnc manager runs with: the admin's credentials,
+// impersonating the deployed ServiceAccount.
+func (cp *ControlPlane) ManagerKubeconfig() string { return cp.deployed.kubeconfig }
+
+// ManagerMetrics is the address of the running manager's metrics endpoint (HTTPS).
+func (cp *ControlPlane) ManagerMetrics() string { return cp.managerMetrics }
+
+// DeployedArgs are the args of the manager's container in config/default's Deployment.
+func (cp *ControlPlane) DeployedArgs() []string { return slices.Clone(cp.deployed.args) }
+
 // StopManager stops the cf-hnc manager process, as a crash or a rolling update would.
 func (cp *ControlPlane) StopManager() {
 	if cp.manager != nil {
 		cp.manager.stop(10 * time.Second)
 		cp.manager = nil
 	}
-}
-
-// managerKubeconfig writes the manager's kubeconfig once and binds its user to the generated
-// ClusterRole.
-func (cp *ControlPlane) managerKubeconfig(ctx context.Context) (string, error) {
-	if cp.managerConfig != "" {
-		return cp.managerConfig, nil
+	if cp.stopSecretVolume != nil {
+		cp.stopSecretVolume()
+		cp.stopSecretVolume = nil
 	}
-	if err := applyFile(ctx, cp.Client, cp.paths.config("rbac", "role.yaml")); err != nil {
-		return "", err
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: managerUser + "-local"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: managerRole},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: managerUser}},
-	}
-	if err := cp.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", err
-	}
-	kubeconfig, err := cp.userKubeconfig(managerUser)
-	if err != nil {
-		return "", err
-	}
-	cp.managerConfig = kubeconfig
-	return kubeconfig, nil
 }
