@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // `make image` runs bin/cf-hnc-image (hack/tools/ko) as this spec does.
@@ -94,4 +94,3 @@ func goarch() string {
 	Expect(err).NotTo(HaveOccurred())
 	return strings.TrimSpace(string(out))
 }
-
