@@ -10,11 +10,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	runtimeconv "k8s.io/apimachinery/pkg/runtime"
+	sigsyaml "sigs.k8s.io/yaml"
 
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
@@ -197,6 +200,35 @@ var _ = Describe("config/default", func() {
 		replicas, _, _ := unstructured.NestedFieldNoCopy(deployment.Object, "spec", "replicas")
 		Expect(replicas).To(BeAssignableToTypeOf(int64(0)))
 		Expect(func() { deployment.DeepCopy() }).NotTo(Panic())
+	})
+})
+
+var _ = Describe("config/samples", func() {
+	It("hold an org, a space in it, and the org's credentials, ServiceAccount and default Builder", func() {
+		objs, err := install.Build(configDir(), install.Samples, "")
+		Expect(err).NotTo(HaveOccurred())
+		kinds := map[string]*unstructured.Unstructured{}
+		for _, obj := range objs {
+			kinds[obj.GetKind()] = obj
+		}
+		Expect(kinds).To(HaveLen(5))
+		org := kinds["CFOrg"]
+		Expect(org.GetNamespace()).To(Equal("cf"))
+		Expect(cfv1alpha1.ValidateGUID(org.GetName())).To(BeEmpty())
+		for _, kind := range []string{"CFSpace", "Secret", "ServiceAccount", "Builder"} {
+			Expect(kinds[kind].GetNamespace()).To(Equal(org.GetName()), "the %s is in the org's namespace", kind)
+		}
+		for _, kind := range []string{"Secret", "ServiceAccount", "Builder"} {
+			Expect(kinds[kind].GetLabels()).To(HaveKeyWithValue(cfv1alpha1.BuildConfigLabel, "true"), "the %s is build configuration", kind)
+		}
+		Expect(kinds["Secret"].GetAnnotations()).To(HaveKey(cfv1alpha1.DropletRepositoryPrefixAnnotation))
+
+		builder := &kpackv1alpha2.Builder{}
+		data, err := kinds["Builder"].MarshalJSON()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sigsyaml.UnmarshalStrict(data, builder)).To(Succeed(), "a kpack v1alpha2 Builder")
+		Expect(builder.Spec.ServiceAccountName).To(Equal(kinds["ServiceAccount"].GetName()))
+		Expect(builder.Spec.Tag).NotTo(BeEmpty())
 	})
 })
 
