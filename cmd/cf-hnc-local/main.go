@@ -175,7 +175,7 @@ func watch(ctx context.Context, cp *controlplane.ControlPlane) <-chan error {
 // on a developer's machine against a cluster.
 var runAgainstFlags = []string{
 	"kubeconfig",                // the developer's identity, not the in-cluster ServiceAccount
-	"health-probe-bind-address", // loopback, not the pod's
+	"health-probe-bind-address", // off: no kubelet probes it
 	"metrics-bind-address",      // off
 	"enable-webhooks",           // off: a cluster cannot call back into a developer's machine
 }
@@ -209,7 +209,7 @@ func runAgainst(ctx context.Context, kubeconfig, config, manager string) error {
 	}
 	args, err := install.OverrideArgs(container.Args, map[string]string{
 		"kubeconfig":                kubeconfig,
-		"health-probe-bind-address": "127.0.0.1:8081",
+		"health-probe-bind-address": "0",
 		"metrics-bind-address":      "0",
 		"enable-webhooks":           "false",
 	}, runAgainstFlags)
