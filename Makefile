@@ -1,5 +1,7 @@
 # cf-hnc: `make run` starts the system (a local control plane unless KUBECONFIG names a
-# cluster), `make test` runs every test. Both build what they need first.
+# cluster), `make test` runs every test. Both build what they need first. `make image`,
+# `make deploy` and `make undeploy` install cf-hnc into the cluster of the current kubeconfig
+# (docs/install.md).
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -7,12 +9,23 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 
+# The manager's image. `make image` always writes an OCI layout to IMAGE_LAYOUT; with
+# KO_DOCKER_REPO it also pushes to $(KO_DOCKER_REPO):$(IMAGE_TAG), with IMAGE_TARBALL it also
+# writes a docker tarball (for kind). `make deploy` deploys IMG.
+IMAGE_TAG ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+IMAGE_LAYOUT ?= .local/image/oci
+IMAGE_TARBALL ?=
+IMAGE_TARBALL_REPO ?= cf-hnc.local/cf-hnc-manager
+PLATFORMS ?= linux/$(shell go env GOARCH)
+KO_DOCKER_REPO ?=
+IMG ?= $(if $(KO_DOCKER_REPO),$(KO_DOCKER_REPO),$(IMAGE_TARBALL_REPO)):$(IMAGE_TAG)
+
 .PHONY: all
 all: build
 
 .PHONY: help
 help: ## Show the targets.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 # hack/tools.sh builds the pinned binaries into a per-user cache and links them into bin/; when
 # they are cached it only checks and links them.
@@ -42,8 +55,40 @@ run: build ## Run the system: a local control plane with everything, or the mana
 	go run ./cmd/cf-hnc-local
 
 .PHONY: test
-test: generate manifests ## Run the unit, integration and e2e tests.
+test: generate manifests ## Run the unit, integration, e2e and fault tests.
 	go test -count=1 -timeout 45m -v ./...
+
+.PHONY: test-faults
+test-faults: generate manifests ## Run only the fault specs (HNC, kpack and the apiserver restarted, the manager killed); make test runs them too.
+	go test -count=1 -timeout 30m -v ./e2e/ -ginkgo.label-filter=faults
+
+.PHONY: crd-baseline
+crd-baseline: manifests ## Add new fields of the v1alpha1 CRDs to config/crd/v1alpha1-fields.txt (it never removes one).
+	CF_HNC_UPDATE_CRD_BASELINE=1 go test -count=1 -run TestInstall ./internal/install/ -ginkgo.focus 'v1alpha1 CRDs'
+
+.PHONY: image
+image: tools ## Build the manager's image without Docker (ko): an OCI layout in .local/image/oci; KO_DOCKER_REPO=<repo> pushes it too.
+	rm -rf $(IMAGE_LAYOUT)
+	$(BIN)/cf-hnc-image --project . --platforms $(PLATFORMS) --oci-layout $(IMAGE_LAYOUT) \
+		$(if $(KO_DOCKER_REPO),--repo $(KO_DOCKER_REPO) --tag $(IMAGE_TAG)) \
+		$(if $(IMAGE_TARBALL),--tarball $(IMAGE_TARBALL) --tarball-ref $(IMAGE_TARBALL_REPO) --tag $(IMAGE_TAG))
+
+.PHONY: deploy
+deploy: manifests ## Install or upgrade cf-hnc (config/default, image IMG) in the cluster of the current kubeconfig, with server-side apply.
+	go run ./cmd/cf-hnc-local deploy --image $(IMG)
+
+.PHONY: undeploy
+undeploy: ## Remove cf-hnc's manager from the current cluster, keeping orgs, spaces and CRDs; PURGE=true deletes every org and the CRDs too.
+	go run ./cmd/cf-hnc-local undeploy $(if $(filter true,$(PURGE)),--purge)
+
+.PHONY: e2e-cluster
+e2e-cluster: ## Run the e2e specs that need only a cluster against KUBECONFIG (HNC, kpack and cf-hnc deployed there).
+	@test -n "$${KUBECONFIG:-}" || { echo "set KUBECONFIG to a cluster with HNC, kpack and cf-hnc (make deploy)"; exit 1; }
+	CF_HNC_E2E_KUBECONFIG="$${KUBECONFIG}" go test -count=1 -timeout 30m -v ./e2e/ -run TestE2E
+
+.PHONY: kind-up
+kind-up: ## Make a kind cluster with HNC, kpack and cf-hnc (needs Docker or Podman and the internet: it cannot run on machines without a container engine, such as ours).
+	IMAGE_TAG=$(IMAGE_TAG) hack/kind-up.sh
 
 .PHONY: bench
 bench: generate manifests ## Run the benchmarks on the local control plane.

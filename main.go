@@ -5,14 +5,28 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"code.cloudfoundry.org/cf-hnc/manager"
 )
+
+// The names that config/default gives the manager's objects in its namespace.
+const (
+	webhookService       = "cf-hnc-webhook-service"
+	webhookSecret        = "cf-hnc-webhook-server-cert"
+	webhookConfiguration = "cf-hnc-validating-webhook-configuration"
+	leaderElectionID     = "cf-hnc.workloads.cloudfoundry.org"
+)
+
+// The metrics endpoint checks each scrape's token and its right to GET /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 func main() {
 	var (
@@ -22,7 +36,10 @@ func main() {
 		webhookPort    int
 		webhookCertDir string
 		enableWebhooks bool
+		certRotation   bool
+		extraDNSNames  string
 		leaderElect    bool
+		namespace      string
 		rootNamespace  string
 		concurrency    int
 		maxRebuilds    int
@@ -31,13 +48,17 @@ func main() {
 	)
 	// Every address defaults to loopback; a deployment that must be reached from outside the
 	// pod (probes, webhooks) says so with these flags.
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", `Address of the metrics endpoint; "0" turns it off.`)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", `Address of the metrics endpoint (HTTPS; each request's token must be allowed to GET /metrics); "0" turns it off.`)
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Address of the /healthz and /readyz endpoints.")
 	flag.StringVar(&webhookHost, "webhook-host", "127.0.0.1", "Host the webhook server listens on.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server; empty means controller-runtime's default.")
 	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "Serve the validating webhooks (turn off when running outside a cluster that cannot reach the manager).")
+	flag.BoolVar(&certRotation, "cert-rotation", false, "Make the webhook serving certificate in the cluster and renew it: a CA and a certificate in the Secret "+webhookSecret+
+		", the CA injected into "+webhookConfiguration+". The Secret must be mounted at --webhook-cert-dir.")
+	flag.StringVar(&extraDNSNames, "cert-extra-dns-names", "", "Comma-separated names for the rotated certificate besides "+webhookService+".<namespace>.svc, for an apiserver that calls the webhooks by another name.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
+	flag.StringVar(&namespace, "namespace", defaultNamespace(), "The manager's own namespace: its leader-election lease, its webhook Service and certificate. Default: its ServiceAccount's namespace in a pod, else cf-hnc-system.")
 	flag.StringVar(&rootNamespace, "root-namespace", "cf", "The root namespace: orgs are created in it and their namespaces under it.")
 	flag.IntVar(&concurrency, "concurrency", 8, "How many spaces, and how many builds, are reconciled at once.")
 	flag.IntVar(&maxRebuilds, "max-concurrent-rebuilds", 10, "How many rebuild pods (stack fixes, buildpack and lifecycle upgrades) run at once across the foundation; 0 for no limit.")
@@ -50,11 +71,23 @@ func main() {
 	setupLog := ctrl.Log.WithName("setup")
 
 	opts := manager.Options()
-	opts.Metrics = metricsserver.Options{BindAddress: metricsAddr}
+	opts.Metrics = metricsserver.Options{BindAddress: metricsAddr, SecureServing: true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization}
 	opts.HealthProbeBindAddress = probeAddr
 	opts.LeaderElection = leaderElect
-	opts.LeaderElectionID = "cf-hnc.workloads.cloudfoundry.org"
-	opts.WebhookServer = webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir})
+	opts.LeaderElectionID = leaderElectionID
+	opts.LeaderElectionNamespace = namespace
+	// A replica that stops (a rolling update, a restart) hands the lease over at once instead
+	// of leaving the others to wait for it to expire.
+	opts.LeaderElectionReleaseOnCancel = true
+	webhookOpts := webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir}
+	var rotation *manager.CertRotation
+	if certRotation && enableWebhooks {
+		rotation = &manager.CertRotation{Namespace: namespace, Secret: webhookSecret, Service: webhookService,
+			WebhookConfiguration: webhookConfiguration, CertDir: webhookCertDir, ExtraDNSNames: splitList(extraDNSNames)}
+		webhookOpts = rotation.WebhookOptions(webhookOpts)
+	}
+	opts.WebhookServer = webhook.NewServer(webhookOpts)
 	config := ctrl.GetConfigOrDie()
 	config.QPS, config.Burst = float32(qps), burst
 	mgr, err := ctrl.NewManager(config, opts)
@@ -62,13 +95,33 @@ func main() {
 		setupLog.Error(err, "cannot create the manager")
 		os.Exit(1)
 	}
-	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, Webhooks: enableWebhooks, Concurrency: concurrency, MaxConcurrentRebuilds: maxRebuilds}); err != nil {
+	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, Webhooks: enableWebhooks,
+		Concurrency: concurrency, MaxConcurrentRebuilds: maxRebuilds, CertRotation: rotation}); err != nil {
 		setupLog.Error(err, "cannot set up the manager")
 		os.Exit(1)
 	}
-	setupLog.Info("starting the manager", "rootNamespace", rootNamespace, "webhooks", enableWebhooks)
+	setupLog.Info("starting the manager", "rootNamespace", rootNamespace, "namespace", namespace,
+		"webhooks", enableWebhooks, "certRotation", rotation != nil, "leaderElection", leaderElect)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "the manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// defaultNamespace is the namespace of the pod's ServiceAccount, or cf-hnc-system out of a pod.
+func defaultNamespace() string {
+	if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(ns) > 0 {
+		return strings.TrimSpace(string(ns))
+	}
+	return "cf-hnc-system"
+}
+
+func splitList(s string) []string {
+	var items []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }

@@ -19,7 +19,6 @@ var _ = Describe("Bad input", Ordered, func() {
 	var org, space string
 
 	BeforeAll(func(ctx SpecContext) {
-		applyConfig(ctx, "../config/policies/build-config.yaml", "../config/policies/rebuilds.yaml", "../config/rbac/cf_roles.yaml")
 		org = createOrg(ctx, "input-"+string(uuid.NewUUID())[:8])
 		space = createSpace(ctx, org, "dev")
 	})

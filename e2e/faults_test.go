@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
 // The fault specs break a part of the control plane in the middle of cf-hnc's work and expect
@@ -112,5 +114,38 @@ var _ = Describe("Faults", Label("faults"), func() {
 		By("renaming, which the webhook checks, is refused while the manager is down")
 		cfOrg.Spec.DisplayName = "renamed-" + org
 		Expect(k8s.Update(ctx, cfOrg)).To(MatchError(ContainSubstring("vcforg.workloads.cloudfoundry.org")))
+	})
+
+	It("hands the work to the second replica when the leader is killed in the middle of it", func(ctx SpecContext) {
+		DeferCleanup(restartManager)
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "cf-hnc.workloads.cloudfoundry.org"}}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+		leader := *lease.Spec.HolderIdentity
+		replica, err := cp.StartManagerReplica(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(replica.Stop) // hands the lease back to the restarted first replica
+
+		const spaces = 20
+		org := createOrg(ctx, "failover-"+string(uuid.NewUUID())[:8])
+		placeOrgRegistry(ctx, org)
+		for i := range spaces {
+			Expect(k8s.Create(ctx, newSpaceObject(org, fmt.Sprintf("space-%02d", i)))).To(Succeed())
+		}
+		cp.KillManager()
+
+		Eventually(func() string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+			return *lease.Spec.HolderIdentity
+		}, time.Minute).ShouldNot(Equal(leader), "the replica took the lease over")
+		Eventually(func(g Gomega) {
+			list := &cfv1alpha1.CFSpaceList{}
+			g.Expect(k8s.List(ctx, list, client.InNamespace(org))).To(Succeed())
+			for _, s := range list.Items {
+				g.Expect(meta.IsStatusConditionTrue(s.Status.Conditions, cfv1alpha1.BuildReadyCondition)).To(BeTrue(), "space %s", s.Spec.DisplayName)
+			}
+		}, 2*time.Minute, time.Second).Should(Succeed())
+		namespaces := &corev1.NamespaceList{}
+		Expect(k8s.List(ctx, namespaces, client.MatchingLabels{cfv1alpha1.OrgGUIDLabel: org}, client.HasLabels{cfv1alpha1.SpaceGUIDLabel})).To(Succeed())
+		Expect(namespaces.Items).To(HaveLen(spaces), "one namespace per space, none twice")
 	})
 })

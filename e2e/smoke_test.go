@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,8 +20,9 @@ import (
 )
 
 // The smoke specs show that the real parts of the local control plane work together, before
-// any cf-hnc object is involved.
-var _ = Describe("The local control plane", func() {
+// any cf-hnc object is involved; against a cluster, that HNC and Kubernetes do what cf-hnc
+// relies on.
+var _ = Describe("The local control plane", Label(clusterLabel), func() {
 	It("makes a subnamespace from an anchor and propagates a Secret marked for propagation", func(ctx SpecContext) {
 		parent := createNamespace(ctx)
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: "shared",
@@ -49,7 +51,7 @@ var _ = Describe("The local control plane", func() {
 			Should(WithTransform(apierrors.IsNotFound, BeTrue()))
 	})
 
-	It("makes a kpack Builder Ready against the local registry, and an Image gets a Build", func(ctx SpecContext) {
+	It("makes a kpack Builder Ready against the local registry, and an Image gets a Build", Label(localLabel), func(ctx SpecContext) {
 		ns := createNamespace(ctx)
 		sa := registryServiceAccount(ctx, ns)
 		builder := cp.Kpack().Builder(ns, "builder", sa, fmt.Sprintf("%s/%s/builder", cp.Kpack().Registry.Host(), ns))
@@ -81,7 +83,9 @@ var _ = Describe("The local control plane", func() {
 // createNamespace creates a namespace with a fresh name.
 func createNamespace(ctx SpecContext) string {
 	name := "e2e-" + string(uuid.NewUUID())[:8]
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	inCluster(func(ctx context.Context) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
 	return name
 }
 
@@ -89,6 +93,12 @@ func createNamespace(ctx SpecContext) string {
 func createAnchor(ctx SpecContext, parent string) string {
 	anchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: parent + "-child"}}
 	Expect(k8s.Create(ctx, anchor)).To(Succeed())
+	// HNC deletes the subnamespace with its anchor, and refuses to delete a namespace that
+	// still has one: the anchor goes first (cleanups run in reverse order).
+	inCluster(func(ctx context.Context) {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, anchor))).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)) }).Should(BeTrue())
+	})
 	Eventually(func() hncv1alpha2.SubnamespaceAnchorState {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)).To(Succeed())
 		return anchor.Status.State

@@ -1,38 +1,83 @@
-// Package e2e runs cf-hnc end to end on the local control plane: kube-apiserver, etcd,
-// kube-controller-manager, the HNC manager, the kpack controller with an in-memory registry,
-// and the cf-hnc manager as a process, as `make run` starts them.
+// Package e2e runs cf-hnc end to end. By default on the local control plane: kube-apiserver,
+// etcd, kube-controller-manager, the HNC manager, the kpack controller with an in-memory
+// registry, and the cf-hnc manager as a process deployed from config/default, as `make run`
+// starts them. Every spec runs there (`make test`).
+//
+// With CF_HNC_E2E_KUBECONFIG (`make e2e-cluster`) it runs against that cluster instead, which
+// must run HNC, kpack and cf-hnc (`make deploy`, or `make kind-up`). Only the specs labelled
+// "cluster" run then, less those labelled "local": the specs that need the local harness (its
+// registry users, the stand-in kubelet, stopping the manager, publishing images) are local-only,
+// and a spec is local-only until it is labelled "cluster", so that a new spec never touches a
+// real cluster by accident. The specs remove what they made in a cluster.
 package e2e_test
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/install"
+	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
 
 const root = "cf"
 
+// The labels that say where a spec runs.
+const (
+	// clusterLabel marks a spec that needs only a cluster with HNC, kpack and cf-hnc.
+	clusterLabel = "cluster"
+	// localLabel marks a spec that needs the local harness.
+	localLabel = "local"
+)
+
 var (
+	// cp is the local control plane; nil against an external cluster.
 	cp  *controlplane.ControlPlane
 	k8s client.Client
+	// external is the kubeconfig of an external cluster, if the suite runs against one.
+	external = os.Getenv("CF_HNC_E2E_KUBECONFIG")
 )
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(time.Minute)
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-	RunSpecs(t, "e2e (local control plane)")
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	description := "e2e (local control plane)"
+	if external != "" {
+		suiteConfig.LabelFilter = clusterFilter(suiteConfig.LabelFilter)
+		description = "e2e (cluster of " + external + ")"
+	}
+	RunSpecs(t, description, suiteConfig, reporterConfig)
+}
+
+// clusterFilter narrows a label filter to the specs that may run against a cluster.
+func clusterFilter(filter string) string {
+	only := clusterLabel + " && !" + localLabel
+	if filter == "" {
+		return only
+	}
+	return "(" + filter + ") && " + only
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	if external != "" {
+		k8s = clusterClient(ctx, external)
+		return
+	}
 	manager, err := gexec.Build("code.cloudfoundry.org/cf-hnc")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(gexec.CleanupBuildArtifacts)
@@ -51,5 +96,36 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	k8s = cp.Client
 }, NodeTimeout(5*time.Minute))
 
+// clusterClient connects to an external cluster and checks that cf-hnc runs there.
+func clusterClient(ctx context.Context, kubeconfig string) client.Client {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: cfscheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	deployment := &appsv1.Deployment{}
+	Eventually(func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: install.ManagerDeployment}, deployment); err != nil {
+			return err
+		}
+		if deployment.Status.ReadyReplicas == 0 {
+			return fmt.Errorf("no replica of %s/%s is ready", install.Namespace, install.ManagerDeployment)
+		}
+		return nil
+	}, 2*time.Minute).Should(Succeed(), "cf-hnc runs in %s (make deploy)", kubeconfig)
+	return c
+}
+
 // A component that died fails the spec that was running, with its log.
-var _ = AfterEach(func() { Expect(cp.Healthy()).To(Succeed()) })
+var _ = AfterEach(func() {
+	if cp != nil {
+		Expect(cp.Healthy()).To(Succeed())
+	}
+})
+
+// inCluster registers the removal of obj when the suite runs against an external cluster; the
+// local control plane is thrown away whole.
+func inCluster(cleanup func(context.Context)) {
+	if external != "" {
+		DeferCleanup(func(ctx SpecContext) { cleanup(ctx) })
+	}
+}

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"os"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,13 +11,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/install"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
 
@@ -32,7 +30,6 @@ var _ = Describe("A space developer", Ordered, func() {
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		applyConfig(ctx, "../config/policies/build-config.yaml", "../config/policies/rebuilds.yaml", "../config/policies/manager.yaml", "../config/rbac/cf_roles.yaml")
 		orgA, orgB = createOrg(ctx, "tenant-a-"+string(uuid.NewUUID())[:8]), createOrg(ctx, "tenant-b-"+string(uuid.NewUUID())[:8])
 		spaceA, otherSpaceA, spaceB = createSpace(ctx, orgA, "dev"), createSpace(ctx, orgA, "prod"), createSpace(ctx, orgB, "dev")
 		placeOrgRegistry(ctx, orgA)
@@ -235,19 +232,23 @@ func BeForbidden() OmegaMatcher {
 	return WithTransform(apierrors.IsForbidden, BeTrue())
 }
 
-// applyConfig server-side applies manifests of config/.
-func applyConfig(ctx context.Context, files ...string) {
-	GinkgoHelper()
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		Expect(err).NotTo(HaveOccurred())
-		for _, doc := range strings.Split(string(data), "\n---\n") {
-			obj := &unstructured.Unstructured{}
-			Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
-			if obj.GetKind() == "" {
-				continue
-			}
-			Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("e2e"), client.ForceOwnership)).To(Succeed(), file)
+var _ = Describe("cf-hnc's manager", func() {
+	It("writes nothing outside the CF tree, whatever its ClusterRole allows", func(ctx SpecContext) {
+		config := rest.CopyConfig(cp.Config)
+		config.Impersonate = rest.ImpersonationConfig{
+			UserName: "system:serviceaccount:" + install.Namespace + ":" + install.ServiceAccount,
+			Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + install.Namespace, "system:authenticated"},
 		}
-	}
-}
+		manager, err := client.New(config, client.Options{Scheme: cfscheme.New()})
+		Expect(err).NotTo(HaveOccurred())
+		outside := &corev1.Namespace{}
+		Expect(manager.Get(ctx, client.ObjectKey{Name: "default"}, outside)).To(Succeed(), "its ClusterRole lets it read namespaces")
+		original := outside.DeepCopy()
+		outside.Labels["workloads.cloudfoundry.org/org-guid"] = "taken-over"
+		Expect(manager.Patch(ctx, outside, client.MergeFrom(original))).To(And(BeForbidden(),
+			MatchError(ContainSubstring("cf-hnc writes only in the CF tree"))))
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "planted"}}
+		Expect(manager.Create(ctx, secret)).To(HaveOccurred())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(BeNotFound())
+	})
+})

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the pinned binaries that the local control plane and the tests run, each from its own
-# wrapper module under hack/tools/<module> so that the project's go.mod stays clean.
+# Builds the pinned binaries that the local control plane, the tests and `make image` run, each
+# from its own wrapper module under hack/tools/<module> so that the project's go.mod stays clean.
 #
 # Binaries live in a cache outside the clone, keyed by tool, version and the wrapper's go.sum,
 # so every clone on the machine reuses them; bin/<tool> is a symlink into that cache.
 #
 #   hack/tools.sh            build what is missing, link everything into bin/
+#   hack/tools.sh kind       build and link only the named optional tools (see optional_tools)
 #   hack/tools.sh --print    print the cache directory of every tool (nothing is built)
 set -euo pipefail
 
@@ -28,6 +29,15 @@ tools=(
   "kubectl-hns|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/kubectl|||1"
   "kpack-controller|v0.18.0|kpack|github.com/pivotal/kpack/cmd/controller||kpack|20"
   "controller-gen|v0.23.0|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|||1"
+  # `make image`: the manager's container image, built with ko's library (no Docker); the
+  # command is this project's own, in the wrapper module that pins ko.
+  "cf-hnc-image|v0.19.1|ko|code.cloudfoundry.org/cf-hnc/hack/tools/ko/cf-hnc-image|||2"
+)
+
+# Built only when named: what only some targets need (kind: `make kind-up`, which needs a
+# container engine).
+optional_tools=(
+  "kind|v0.33.0|kind|sigs.k8s.io/kind|||1"
 )
 
 # Every server the project starts listens on 127.0.0.1 only. Two upstream servers have no flag
@@ -45,10 +55,14 @@ declare -A loopback_patches=(
 
 say() { printf '[tools] %s\n' "$*" >&2; }
 
-# The key changes with the wrapper's pins and with the loopback patch, if any.
+# The key changes with the wrapper's pins, with its own Go sources (a wrapper whose only Go file
+# is tools.go has none), and with the loopback patch, if any.
 build_key() { # wrapper patch
-  { cat "$root/hack/tools/$1/go.mod" "$root/hack/tools/$1/go.sum"; [[ -z $2 ]] || echo "${loopback_patches[$2]}"; } |
-    sha256sum | cut -c1-12
+  {
+    cat "$root/hack/tools/$1/go.mod" "$root/hack/tools/$1/go.sum"
+    find "$root/hack/tools/$1" -name '*.go' ! -name tools.go -print0 | LC_ALL=C sort -z | xargs -0 -r cat
+    [[ -z $2 ]] || echo "${loopback_patches[$2]}"
+  } | sha256sum | cut -c1-12
 }
 
 cache_dir() { # tool version wrapper patch
@@ -134,9 +148,24 @@ build_tool() { # tool version wrapper package ldflags patch minutes
 }
 
 if [[ ${1:-} == --print ]]; then
-  for row in "${tools[@]}"; do
+  for row in "${tools[@]}" "${optional_tools[@]}"; do
     IFS='|' read -r tool version wrapper _ _ patch _ <<<"$row"
     printf '%s\t%s\n' "$tool" "$(cache_dir "$tool" "$version" "$wrapper" "$patch")"
+  done
+  exit 0
+fi
+
+if (($# > 0)); then
+  for want in "$@"; do
+    found=
+    for row in "${optional_tools[@]}"; do
+      IFS='|' read -r tool version wrapper pkg ldflags patch minutes <<<"$row"
+      if [[ $tool == "$want" ]]; then
+        build_tool "$tool" "$version" "$wrapper" "$pkg" "$ldflags" "$patch" "$minutes"
+        found=1
+      fi
+    done
+    [[ -n $found ]] || { say "no optional tool $want"; exit 1; }
   done
   exit 0
 fi

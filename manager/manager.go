@@ -27,6 +27,10 @@ type Config struct {
 	// MaxConcurrentRebuilds is how many rebuild pods (kpack's and cf-hnc's own rebases) run at
 	// once across the foundation; below 1, all at once.
 	MaxConcurrentRebuilds int
+	// CertRotation, if set, makes and rotates the webhook serving certificate in the cluster;
+	// the webhook server must have been made with its WebhookOptions. Nil: the certificate
+	// comes from elsewhere (cert-manager, the tests' own).
+	CertRotation *CertRotation
 }
 
 // Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
@@ -42,7 +46,9 @@ func Options() ctrl.Options {
 	}
 }
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election: the lease and the events about it, in the manager's own namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=cf-hnc-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=cf-hnc-system,resources=events,verbs=create;patch
 
 // Setup registers every reconciler, the webhooks and the health checks.
 func Setup(mgr ctrl.Manager, cfg Config) error {
@@ -87,5 +93,15 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := builders.SetupWebhooks(mgr); err != nil {
 		return err
 	}
+	if cfg.CertRotation != nil {
+		certificates, err := cfg.CertRotation.setup(mgr)
+		if err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("certificates", certificates); err != nil {
+			return err
+		}
+	}
+	// The webhook server answers TLS only with a certificate: with rotation, once it is mounted.
 	return mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker())
 }

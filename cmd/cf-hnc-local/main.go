@@ -1,11 +1,22 @@
-// Command cf-hnc-local is what `make run` runs. Without KUBECONFIG it starts the local control
-// plane (etcd, kube-apiserver, kube-controller-manager, HNC, kpack with an in-memory registry)
-// and the cf-hnc manager, prints how to use it and stays up until Ctrl-C. With KUBECONFIG it
-// installs cf-hnc's CRDs and configuration into that cluster and runs the manager against it.
+// Command cf-hnc-local is what `make run`, `make deploy` and `make undeploy` run, from the
+// project's directory:
+//
+//	cf-hnc-local                        without KUBECONFIG: start the local control plane (etcd,
+//	                                    kube-apiserver, kube-controller-manager, HNC, kpack with an
+//	                                    in-memory registry) and the cf-hnc manager, print how to use
+//	                                    it and stay up until Ctrl-C; with KUBECONFIG: install what the
+//	                                    manager needs into that cluster and run the manager here
+//	cf-hnc-local deploy --image=REF     build config/default with the manager's image REF and
+//	                                    server-side apply it to the cluster of the kubeconfig
+//	cf-hnc-local undeploy [--purge]     remove what deploy applied (--purge: and the data)
+//
+// All three build and apply config/default with internal/install, as the local control plane
+// does.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,9 +26,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/install"
+	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
 
 func main() {
@@ -27,11 +43,70 @@ func main() {
 	if err != nil {
 		exit(err)
 	}
+	config := filepath.Join(project, "config")
+	if len(os.Args) > 1 {
+		exit(subcommand(ctx, config, os.Args[1], os.Args[2:]))
+	}
 	manager := filepath.Join(project, "bin", "cf-hnc")
 	if kubeconfig := os.Getenv("KUBECONFIG"); kubeconfig != "" {
-		exit(runAgainst(ctx, kubeconfig, manager))
+		exit(runAgainst(ctx, kubeconfig, config, manager))
 	}
 	exit(runLocal(ctx, manager))
+}
+
+// subcommand runs deploy or undeploy against the cluster of the current kubeconfig.
+func subcommand(ctx context.Context, config, name string, args []string) error {
+	flags := flag.NewFlagSet(name, flag.ContinueOnError)
+	image := flags.String("image", "", "deploy: the manager's image reference (required)")
+	purge := flags.Bool("purge", false, "undeploy: also delete every CFOrg (with its namespaces, spaces and apps), the CRDs and the root namespace")
+	kubeconfig := flags.String("kubeconfig", "", "the kubeconfig; default: $KUBECONFIG, else ~/.kube/config")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	c, host, err := clusterClient(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	switch name {
+	case "deploy":
+		if *image == "" {
+			return fmt.Errorf("deploy: --image is required (make deploy IMG=<reference>)")
+		}
+		objs, err := install.Build(config, install.Default, *image)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Applying config/default (%d objects, image %s) to %s ...\n", len(objs), *image, host)
+		if err := install.Apply(ctx, c, objs); err != nil {
+			return fmt.Errorf("%w (is HNC installed in the cluster? docs/install.md)", err)
+		}
+		fmt.Printf("Applied. Watch the rollout: kubectl -n %s rollout status deployment/%s\n", install.Namespace, install.ManagerDeployment)
+		return nil
+	case "undeploy":
+		objs, err := install.Build(config, install.Default, "")
+		if err != nil {
+			return err
+		}
+		what := "the manager and what it runs with (CRDs, CF objects, orgs' and spaces' namespaces, the root namespace and HNC's configuration stay)"
+		if *purge {
+			what = "every CFOrg with its namespaces, then everything config/default applied"
+		}
+		fmt.Printf("Removing %s from %s ...\n", what, host)
+		return install.Uninstall(ctx, c, objs, install.UninstallOptions{Purge: *purge})
+	}
+	return fmt.Errorf("unknown command %q: use deploy or undeploy, or no argument for make run", name)
+}
+
+// clusterClient connects to the cluster of a kubeconfig (default: the usual loading rules).
+func clusterClient(kubeconfig string) (client.Client, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: cfscheme.New()})
+	return c, cfg.Host, err
 }
 
 // runLocal starts everything on the local control plane and waits for Ctrl-C.
@@ -117,15 +192,52 @@ func watch(ctx context.Context, cp *controlplane.ControlPlane) <-chan error {
 	return died
 }
 
-// runAgainst installs cf-hnc's CRDs, the HNC configuration and the root namespace into a real
-// cluster (HNC and kpack must be installed there) and runs the manager with webhooks off: a
-// cluster cannot call back into a developer's machine.
-func runAgainst(ctx context.Context, kubeconfig, manager string) error {
-	fmt.Printf("KUBECONFIG=%s: installing cf-hnc's CRDs and configuration, then running the manager against that cluster.\n", kubeconfig)
-	if err := controlplane.Install(ctx, kubeconfig); err != nil {
+// runAgainstFlags are the manager flags that differ from the Deployment's when the manager runs
+// on a developer's machine against a cluster.
+var runAgainstFlags = []string{
+	"kubeconfig",                // the developer's identity, not the in-cluster ServiceAccount
+	"health-probe-bind-address", // off: no kubelet probes it
+	"metrics-bind-address",      // off
+	"enable-webhooks",           // off: a cluster cannot call back into a developer's machine
+}
+
+// runAgainst applies config/default to a real cluster (HNC and kpack must be installed there)
+// without what only the in-cluster manager needs (its Deployment, Services, webhook
+// configuration and certificate), and runs the manager here with the Deployment's args, webhooks
+// off. Its leader election keeps it from reconciling alongside a deployed cf-hnc.
+func runAgainst(ctx context.Context, kubeconfig, config, manager string) error {
+	fmt.Printf("KUBECONFIG=%s: applying config/default without the in-cluster manager, then running the manager here against that cluster.\n", kubeconfig)
+	c, _, err := clusterClient(kubeconfig)
+	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, manager, "--kubeconfig="+kubeconfig, "--enable-webhooks=false")
+	objs, err := install.Build(config, install.Default, "")
+	if err != nil {
+		return err
+	}
+	container, err := install.ManagerContainerOf(objs)
+	if err != nil {
+		return err
+	}
+	var needed []*unstructured.Unstructured
+	for _, obj := range objs {
+		if !install.InClusterOnly(obj) {
+			needed = append(needed, obj)
+		}
+	}
+	if err := install.Apply(ctx, c, needed); err != nil {
+		return fmt.Errorf("%w (is HNC installed in the cluster? docs/install.md)", err)
+	}
+	args, err := install.OverrideArgs(container.Args, map[string]string{
+		"kubeconfig":                kubeconfig,
+		"health-probe-bind-address": "0",
+		"metrics-bind-address":      "0",
+		"enable-webhooks":           "false",
+	}, runAgainstFlags)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, manager, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("the cf-hnc manager: %w", err)

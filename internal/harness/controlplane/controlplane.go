@@ -51,11 +51,14 @@ type Options struct {
 	// DefaultBuilder places a default Builder, its ServiceAccount and credentials once in the
 	// root namespace (requires Kpack and HNC), so that every space gets a Builder.
 	DefaultBuilder bool
-	// Webhooks prepares certificates and a port for cf-hnc's webhook server (Webhooks()); a
-	// test that serves them registers the configurations with RegisterWebhooks.
+	// Webhooks prepares certificates and a port for cf-hnc's webhook server (Webhooks()) in a
+	// test's own process; the test registers the configurations with RegisterWebhooks. Not
+	// with Manager, whose webhooks are deployed with config/default.
 	Webhooks bool
-	// Manager runs the cf-hnc manager binary at this path, serving the webhooks. Empty: none,
-	// for tests that run reconcilers in their own process.
+	// Manager runs the cf-hnc manager binary at this path as config/default deploys it: the
+	// whole of config/default is applied, and the binary runs with the Deployment's args and
+	// as its ServiceAccount (install.go). Empty: none, for tests that run reconcilers in their
+	// own process.
 	Manager string
 }
 
@@ -72,16 +75,18 @@ type ControlPlane struct {
 	// Kubeconfig is the path of the administrator's kubeconfig file.
 	Kubeconfig string
 
-	webhooks           *envtest.WebhookInstallOptions
-	webhooksRegistered bool
-	components         []*component
+	webhooks   *envtest.WebhookInstallOptions
+	components []*component
 	// readiness checks a restarted component (StartComponent) by name.
-	readiness     map[string]func(context.Context) error
-	manager       *component
-	managerConfig string
-	kpack         *Kpack
-	kubelet       *standinkubelet.Kubelet
-	stopKubelet   func()
+	readiness        map[string]func(context.Context) error
+	deployed         *deployment
+	manager          *component
+	managerArgs      []string
+	managerMetrics   string
+	stopSecretVolume func()
+	kpack            *Kpack
+	kubelet          *standinkubelet.Kubelet
+	stopKubelet      func()
 }
 
 // Start starts the components in dependency order and waits until each is ready. On error it
@@ -109,10 +114,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.ControllerManager, cp.startControllerManager},
 		{opts.HNC, cp.startHNC},
 		{opts.HNC, cp.installRoot},
-		{opts.Webhooks || opts.Manager != "", cp.prepareCFHNCWebhooks},
+		{opts.Webhooks && opts.Manager == "", cp.prepareCFHNCWebhooks},
 		{opts.Kpack, cp.startKpack},
 		{opts.StandInKubelet, cp.startStandInKubelet},
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},
+		{opts.Manager != "", cp.Deploy},
 		{opts.Manager != "", cp.StartManager},
 	}
 	for _, step := range steps {
@@ -127,7 +133,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 // installRoot creates the root namespace (config/root), once HNC is there to manage it.
 func (cp *ControlPlane) installRoot(ctx context.Context) error {
-	return applyFile(ctx, cp.Client, cp.paths.config("root", "namespace.yaml"))
+	return cp.applyKustomization(ctx, "root")
 }
 
 // Stop ends every component in reverse start order and removes temporary state.
@@ -173,7 +179,8 @@ func (cp *ControlPlane) Healthy() error {
 // LogDir is where every component writes its log.
 func (cp *ControlPlane) LogDir() string { return cp.paths.logDir() }
 
-// Webhooks is where cf-hnc's webhook server must listen and find its certificates.
+// Webhooks is where a test's own cf-hnc webhook server must listen and find its certificates
+// (Options.Webhooks).
 func (cp *ControlPlane) Webhooks() (host string, port int, certDir string) {
 	return cp.webhooks.LocalServingHost, cp.webhooks.LocalServingPort, cp.webhooks.LocalServingCertDir
 }

@@ -54,6 +54,10 @@ func (cp *ControlPlane) KillManager() {
 		cp.manager.kill()
 		cp.manager = nil
 	}
+	if cp.stopSecretVolume != nil {
+		cp.stopSecretVolume()
+		cp.stopSecretVolume = nil
+	}
 }
 
 // RestartAPIServer kills kube-apiserver, as a crashed control-plane node would, and starts it

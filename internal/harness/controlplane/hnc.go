@@ -11,8 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 	"sigs.k8s.io/yaml"
@@ -95,17 +93,8 @@ func (cp *ControlPlane) hncArgs() ([]string, error) {
 // configureHNC applies config/hnc and waits until HNC reports every configured resource, so
 // that propagation works from the first namespace on.
 func (cp *ControlPlane) configureHNC(ctx context.Context, hnc *component) error {
-	files, err := filepath.Glob(cp.paths.config("hnc", "*.yaml"))
-	if err != nil {
+	if err := cp.applyKustomization(ctx, "hnc"); err != nil {
 		return err
-	}
-	for _, file := range files {
-		if base := filepath.Base(file); base == "kustomization.yaml" || base == "manager-args.yaml" {
-			continue
-		}
-		if err := applyFile(ctx, cp.Client, file); err != nil {
-			return err
-		}
 	}
 	return hnc.waitUntil(ctx, time.Minute, "configured", func(ctx context.Context) error {
 		config := &hncv1alpha2.HNCConfiguration{}
@@ -123,30 +112,4 @@ func (cp *ControlPlane) configureHNC(ctx context.Context, hnc *component) error 
 		}
 		return nil
 	})
-}
-
-// applyFile server-side applies every object of a YAML file.
-func applyFile(ctx context.Context, c client.Client, file string) error {
-	docs, err := readYAMLDocuments(file)
-	if err != nil {
-		return err
-	}
-	for _, doc := range docs {
-		data, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(data); err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		if obj.GroupVersionKind() == (schema.GroupVersionKind{}) {
-			continue
-		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-			client.FieldOwner("cf-hnc-controlplane"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
-		}
-	}
-	return nil
 }

@@ -1,0 +1,248 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/install"
+	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
+)
+
+// What an operator gets from config/default: the specs labelled "cluster" hold for the
+// local control plane and for any cluster cf-hnc is deployed to; the "local" ones check how
+// faithfully the local control plane runs the deployed manager.
+var _ = Describe("cf-hnc as deployed", Label(clusterLabel), func() {
+	It("serves its webhooks with the certificate it rotates itself, and they reject what they must", func(ctx SpecContext) {
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: install.WebhookSecret}, secret)).To(Succeed())
+		ca := x509.NewCertPool()
+		Expect(ca.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue(), "the Secret holds the rotator's CA")
+		block, _ := pem.Decode(secret.Data["tls.crt"])
+		Expect(block).NotTo(BeNil())
+		cert, err := x509.ParseCertificate(block.Bytes)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cert.Verify(x509.VerifyOptions{Roots: ca, DNSName: "cf-hnc-webhook-service." + install.Namespace + ".svc"})
+		Expect(err).NotTo(HaveOccurred(), "the serving certificate is the CA's, for the webhook Service")
+
+		config := &admissionv1.ValidatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: install.WebhookConfiguration}, config)).To(Succeed())
+		Expect(config.Webhooks).NotTo(BeEmpty())
+		for _, hook := range config.Webhooks {
+			Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "webhook %s trusts the rotated CA", hook.Name)
+		}
+
+		By("the apiserver calling the webhook over TLS, which rejects an org that cannot be a namespace")
+		org := &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: "not.a.guid"}, Spec: cfv1alpha1.CFOrgSpec{DisplayName: "x"}}
+		Expect(k8s.Create(ctx, org)).To(MatchError(And(ContainSubstring("vcforg.workloads.cloudfoundry.org"), ContainSubstring("not a valid GUID"))))
+	})
+
+	It("elects a leader in its namespace, which keeps renewing the lease", func(ctx SpecContext) {
+		lease := &coordinationv1.Lease{}
+		key := client.ObjectKey{Namespace: install.Namespace, Name: "cf-hnc.workloads.cloudfoundry.org"}
+		Expect(k8s.Get(ctx, key, lease)).To(Succeed())
+		Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
+		renewed := lease.Spec.RenewTime.Time
+		Eventually(func() time.Time {
+			Expect(k8s.Get(ctx, key, lease)).To(Succeed())
+			return lease.Spec.RenewTime.Time
+		}, 30*time.Second).Should(BeTemporally(">", renewed))
+	})
+
+	It("makes an org and its space from their CF objects, and removes them with the org", func(ctx SpecContext) {
+		org := createOrg(ctx, "deployed-"+string(uuid.NewUUID())[:8])
+		space := createSpace(ctx, org, "dev")
+		ns := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
+		Expect(ns.Labels).To(HaveKeyWithValue(root+".tree.hnc.x-k8s.io/depth", "2"))
+
+		Expect(k8s.Delete(ctx, &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}})).To(Succeed())
+		for _, name := range []string{space, org} {
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}) }, 2*time.Minute).
+				Should(BeNotFound(), "namespace %s is deleted with the org", name)
+		}
+	})
+
+	// The sample Builder is left out: kpack would push to the sample's registry.example.com.
+	It("takes config/samples: an org, a space, the org's credentials and ServiceAccount reach the space", func(ctx SpecContext) {
+		samples, err := install.Build(projectConfig(), install.Samples, "")
+		Expect(err).NotTo(HaveOccurred())
+		_, samples = splitKind(samples, "Builder")
+		orgs, rest := splitKind(samples, "CFOrg")
+		Expect(orgs).To(HaveLen(1))
+		org := orgs[0].GetName()
+		inCluster(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}}))).To(Succeed())
+		})
+		Expect(install.Apply(ctx, k8s, orgs)).To(Succeed())
+		Eventually(condition(ctx, &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}})).
+			Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(install.Apply(ctx, k8s, rest)).To(Succeed())
+
+		spaces, _ := splitKind(rest, "CFSpace")
+		Expect(spaces).To(HaveLen(1))
+		space := spaces[0].GetName()
+		Eventually(condition(ctx, &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: space}})).
+			Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "cf-registry-org"}, &corev1.Secret{})
+		}).Should(Succeed(), "the org's credentials are copied into the space")
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "cf-build-org"}, &corev1.ServiceAccount{})
+		}).Should(Succeed(), "the org's build ServiceAccount is copied into the space")
+	})
+})
+
+var _ = Describe("The deployed manager on the local control plane", Label(localLabel), func() {
+	It("runs with the applied Deployment's args, changing only those that must differ out of cluster", func(ctx SpecContext) {
+		deployment := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: install.ManagerDeployment}, deployment)).To(Succeed())
+		var deployed []string
+		for _, c := range deployment.Spec.Template.Spec.Containers {
+			if c.Name == install.ManagerContainer {
+				deployed = c.Args
+			}
+		}
+		Expect(deployed).To(Equal(cp.DeployedArgs()), "the args come from what was applied")
+
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cp.ManagerPID()))
+		Expect(err).NotTo(HaveOccurred())
+		running := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")[1:]
+		Expect(running).To(Equal(cp.ManagerArgs()))
+		differ := map[string]string{}
+		for _, arg := range running {
+			name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+			if !slices.Contains(deployed, arg) {
+				differ[name] = value
+			}
+		}
+		Expect(differ).To(HaveKeyWithValue("webhook-host", "127.0.0.1"))
+		Expect(slices.Sorted(maps.Keys(differ))).To(Equal([]string{"cert-extra-dns-names", "health-probe-bind-address", "kubeconfig",
+			"metrics-bind-address", "webhook-cert-dir", "webhook-host", "webhook-port"}))
+		Expect(running).To(ContainElements("--leader-elect=true", "--cert-rotation=true", "--enable-webhooks=true"))
+	})
+
+	It("acts as the deployed ServiceAccount, so that its RBAC and the manager policy apply to it", func(ctx SpecContext) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", cp.ManagerKubeconfig())
+		Expect(err).NotTo(HaveOccurred())
+		asManager, err := client.New(cfg, client.Options{Scheme: cfscheme.New()})
+		Expect(err).NotTo(HaveOccurred())
+		review := &authenticationv1.SelfSubjectReview{}
+		Expect(asManager.Create(ctx, review)).To(Succeed())
+		Expect(review.Status.UserInfo.Username).To(Equal("system:serviceaccount:" + install.Namespace + ":" + install.ServiceAccount))
+		Expect(review.Status.UserInfo.Groups).To(ContainElements("system:serviceaccounts", "system:serviceaccounts:"+install.Namespace))
+
+		ns := createNamespace(ctx)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "outside"}}
+		Expect(k8s.Create(ctx, secret)).To(Succeed())
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"touched":"true"}}}`))
+		Expect(asManager.Patch(ctx, secret, patch)).To(MatchError(ContainSubstring("cf-hnc writes only in the CF tree")),
+			"RBAC lets it patch Secrets anywhere; the policy keeps it in the CF tree")
+		Expect(asManager.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}})).
+			To(WithTransform(apierrors.IsForbidden, BeTrue()), "its ClusterRole grants no ConfigMaps")
+
+		By("letting it finish deletions in a terminating namespace, which HNC has taken out of the tree (an org being deleted)")
+		held := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{"example.org/held"}}}
+		Expect(k8s.Create(ctx, held)).To(Succeed())
+		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Eventually(func() *metav1.Time {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(held), held)).To(Succeed())
+			return held.DeletionTimestamp
+		}).ShouldNot(BeNil())
+		Expect(asManager.Patch(ctx, held, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))).
+			To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) }).Should(BeNotFound())
+	})
+
+	It("answers metrics only to a client allowed to read them", func(ctx SpecContext) {
+		ns := createNamespace(ctx)
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}}
+		Expect(k8s.Create(ctx, sa)).To(Succeed())
+		scrape := func(token string) func() (int, error) {
+			return func() (int, error) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+cp.ManagerMetrics()+"/metrics", nil)
+				if err != nil {
+					return 0, err
+				}
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				// The endpoint's certificate is self-signed; what is checked here is the token.
+				c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+				resp, err := c.Do(req)
+				if err != nil {
+					return 0, err
+				}
+				resp.Body.Close()
+				return resp.StatusCode, nil
+			}
+		}
+		request := &authenticationv1.TokenRequest{}
+		Expect(k8s.SubResource("token").Create(ctx, sa, request)).To(Succeed())
+		token := request.Status.Token
+
+		Eventually(scrape("")).Should(Equal(http.StatusUnauthorized))
+		Eventually(scrape(token)).Should(Equal(http.StatusForbidden))
+		Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-metrics-" + ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cf-hnc-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}},
+		})).To(Succeed())
+		Eventually(scrape(token)).Should(Equal(http.StatusOK))
+	})
+})
+
+// projectConfig is the project's config/.
+func projectConfig() string {
+	wd, err := os.Getwd()
+	Expect(err).NotTo(HaveOccurred())
+	return wd + "/../config"
+}
+
+func splitKind(objs []*unstructured.Unstructured, kind string) (matching, rest []*unstructured.Unstructured) {
+	for _, obj := range objs {
+		if obj.GetKind() == kind {
+			matching = append(matching, obj)
+		} else {
+			rest = append(rest, obj)
+		}
+	}
+	return matching, rest
+}
+
+// condition returns obj's Ready condition, read again at each call.
+func condition(ctx SpecContext, obj interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}) func() *metav1.Condition {
+	return func() *metav1.Condition {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		return meta.FindStatusCondition(obj.GetConditions(), cfv1alpha1.ReadyCondition)
+	}
+}

@@ -1,0 +1,156 @@
+// Package install builds cf-hnc's kustomizations (config/default, config/samples) with
+// kustomize's library and server-side applies the result, and removes it again. It is the one
+// implementation behind `make deploy` and `make undeploy`, `make run` against a cluster, and
+// the local control plane of `make run`, the e2e suite and the benchmarks.
+package install
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/api/krusty"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// Default is the kustomization that installs cf-hnc.
+	Default = "default"
+	// Samples is the kustomization of the sample org, space, credentials and Builder.
+	Samples = "samples"
+
+	// ManagerImage is the placeholder image of the manager in config/manager.
+	ManagerImage = "cf-hnc-manager"
+	// Namespace is the manager's namespace.
+	Namespace = "cf-hnc-system"
+	// ManagerDeployment is the manager's Deployment, in Namespace.
+	ManagerDeployment = "cf-hnc-manager"
+	// ManagerContainer is the manager's container in ManagerDeployment.
+	ManagerContainer = "manager"
+	// ServiceAccount is the manager's ServiceAccount, in Namespace.
+	ServiceAccount = "cf-hnc-manager"
+	// WebhookConfiguration is the name of cf-hnc's ValidatingWebhookConfiguration.
+	WebhookConfiguration = "cf-hnc-validating-webhook-configuration"
+	// WebhookSecret holds the webhook serving certificate that the manager rotates.
+	WebhookSecret = "cf-hnc-webhook-server-cert"
+)
+
+// Build renders the kustomization config/<kustomization> of configDir, with the manager's
+// image set to image unless it is empty. Kustomize runs on an in-memory copy of configDir, so
+// that the image is set by an overlay and no file of the checkout changes (as `kustomize edit
+// set image` would change it).
+func Build(configDir, kustomization, image string) ([]*unstructured.Unstructured, error) {
+	fsys := filesys.MakeFsInMemory()
+	if err := copyTree(configDir, "/config", fsys); err != nil {
+		return nil, err
+	}
+	target := "/config/" + kustomization
+	if image != "" {
+		overlay, err := imageOverlay("../config/"+kustomization, image)
+		if err != nil {
+			return nil, err
+		}
+		if err := fsys.WriteFile("/overlay/kustomization.yaml", overlay); err != nil {
+			return nil, err
+		}
+		target = "/overlay"
+	}
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, target)
+	if err != nil {
+		return nil, fmt.Errorf("building %s: %w", filepath.Join(configDir, kustomization), err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
+		// Through JSON, so that numbers are int64 and float64 as client-go expects.
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
+// copyTree copies the regular files below dir into fsys at root.
+func copyTree(dir, root string, fsys filesys.FileSystem) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dest := path.Join(root, filepath.ToSlash(rel))
+		if err := fsys.MkdirAll(path.Dir(dest)); err != nil {
+			return err
+		}
+		return fsys.WriteFile(dest, data)
+	})
+}
+
+// imageOverlay is a kustomization of base that sets the manager's image.
+func imageOverlay(base, image string) ([]byte, error) {
+	img := kustypes.Image{Name: ManagerImage}
+	switch name, digest, ok := strings.Cut(image, "@"); {
+	case ok:
+		img.NewName, img.Digest = name, digest
+	default:
+		// A colon after the last slash separates the tag (a registry's port comes before it).
+		if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+			img.NewName, img.NewTag = image[:i], image[i+1:]
+		} else {
+			img.NewName = image
+		}
+	}
+	return yaml.Marshal(kustypes.Kustomization{
+		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources: []string{base},
+		Images:    []kustypes.Image{img},
+	})
+}
+
+// ManagerDeploymentOf returns the manager's Deployment among built objects.
+func ManagerDeploymentOf(objs []*unstructured.Unstructured) (*appsv1.Deployment, error) {
+	for _, obj := range objs {
+		if obj.GetKind() == "Deployment" && obj.GetNamespace() == Namespace && obj.GetName() == ManagerDeployment {
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
+				return nil, err
+			}
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("no Deployment %s/%s in the built objects", Namespace, ManagerDeployment)
+}
+
+// ManagerContainerOf returns the manager's container of its Deployment.
+func ManagerContainerOf(objs []*unstructured.Unstructured) (*corev1.Container, error) {
+	d, err := ManagerDeploymentOf(objs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range d.Spec.Template.Spec.Containers {
+		if c := &d.Spec.Template.Spec.Containers[i]; c.Name == ManagerContainer {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("Deployment %s/%s has no container %q", Namespace, ManagerDeployment, ManagerContainer)
+}
