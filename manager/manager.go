@@ -11,6 +11,7 @@ import (
 
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
 	"code.cloudfoundry.org/cf-hnc/builders"
+	"code.cloudfoundry.org/cf-hnc/internal/metrics"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
 	"code.cloudfoundry.org/cf-hnc/propagation"
@@ -35,9 +36,12 @@ type Config struct {
 
 // Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
 // and ServiceAccounts are cached, not every Secret of the cluster, and only kpack's build pods.
+// The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
+// benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
 func Options() ctrl.Options {
 	return ctrl.Options{
-		Scheme: cfscheme.New(),
+		Scheme:    cfscheme.New(),
+		NewClient: metrics.NewCountingClient,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:         {Label: buildconfig.Selector},
 			&corev1.ServiceAccount{}: {Label: buildconfig.Selector},

@@ -8,6 +8,7 @@ import (
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,7 @@ import (
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
+	"code.cloudfoundry.org/cf-hnc/internal/metrics"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
 )
 
@@ -32,13 +34,16 @@ type SpaceReconciler struct {
 	root        string
 	discovery   *buildconfig.Discovery
 	concurrency int
+	// buildReady observes how long new spaces take to become BuildReady, from this reconciler's
+	// start on.
+	buildReady *metrics.BuildReadyObserver
 }
 
 // NewSpaceReconciler returns a SpaceReconciler for spaces of orgs in the root namespace that
 // reconciles up to concurrency spaces at once.
 func NewSpaceReconciler(c client.Client, recorder events.EventRecorder, root string, discovery *buildconfig.Discovery, concurrency int) *SpaceReconciler {
 	return &SpaceReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root,
-		discovery: discovery, concurrency: concurrency}
+		discovery: discovery, concurrency: concurrency, buildReady: metrics.NewBuildReadyObserver()}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=get;list;watch;update;patch
@@ -53,13 +58,21 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !space.DeletionTimestamp.IsZero() {
+		r.buildReady.Forget(space.UID)
 		return spaceNamespace(space, nil).finishDeletion(ctx, r.client, r.recorder, space)
 	}
 	if err := addFinalizer(ctx, r.client, space); err != nil {
 		return ctrl.Result{}, err
 	}
 	report := r.reporter.Track(space)
-	defer func() { err = errors.Join(err, report(ctx)) }()
+	wasBuildReady := meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.BuildReadyCondition)
+	defer func() {
+		err = errors.Join(err, report(ctx))
+		// Observed once the status that says so is written, as a client watching it sees it.
+		if err == nil && !wasBuildReady && meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.BuildReadyCondition) {
+			r.buildReady.BuildReady(space.UID, space.CreationTimestamp.Time)
+		}
+	}()
 
 	ready, ns, err := r.reconcileNamespace(ctx, space)
 	if err != nil {
