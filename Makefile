@@ -91,8 +91,8 @@ kind-up: ## Make a kind cluster with HNC, kpack and cf-hnc (needs Docker or Podm
 	IMAGE_TAG=$(IMAGE_TAG) hack/kind-up.sh
 
 .PHONY: bench
-bench: generate manifests ## Run the benchmarks on the local control plane.
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/...
+bench: build ## Run the side-by-side benchmark (bench/, 10 orgs x 100 spaces): writes docs/benchmarks.md and .local/bench; BENCH_FLAGS="-orgs 2 -spaces 20" for a small run.
+	go run ./bench $(BENCH_FLAGS)
 
 .PHONY: clean
 clean: ## Remove bin/ and .local/ (the tool cache stays).

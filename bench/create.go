@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+)
+
+const (
+	// propagateAll is the annotation that makes HNC copy an object in AllowPropagate mode.
+	propagateAll = "propagate.hnc.x-k8s.io/all"
+	orgSecret    = "cf-registry-org"
+	orgSA        = "cf-build-org"
+	// rootSecret holds credentials for a second registry in the root: every space uses it,
+	// so that changing it reaches every space.
+	rootSecret = "cf-registry-mirror"
+	mirrorHost = "mirror.bench.invalid"
+)
+
+// parallel runs do(i) for i in [0, n) on up to workers goroutines, and returns the first error.
+func parallel(ctx context.Context, workers, n int, do func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := range n {
+		g.Go(func() error { return do(ctx, i) })
+	}
+	return g.Wait()
+}
+
+// timings collects one start per item of a bulk creation.
+type timings struct {
+	mu     sync.Mutex
+	starts map[string]time.Time
+}
+
+func (t *timings) start(item string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.starts == nil {
+		t.starts = map[string]time.Time{}
+	}
+	t.starts[item] = time.Now()
+}
+
+func (t *timings) first() time.Time {
+	var first time.Time
+	for _, s := range t.starts {
+		if first.IsZero() || s.Before(first) {
+			first = s
+		}
+	}
+	return first
+}
+
+func bulk(name string, latencies []time.Duration, first, last time.Time) Bulk {
+	total := last.Sub(first).Seconds()
+	return Bulk{Latency: distribution(name, latencies), TotalSeconds: total, PerSecond: float64(len(latencies)) / total}
+}
+
+// floor creates as many namespaces as there will be spaces, directly: the apiserver's own cost
+// of a namespace, without HNC or cf-hnc in the path (HNC still labels them afterwards).
+func (b *bench) floor(ctx context.Context, r *Results) error {
+	n := b.cfg.orgs * b.cfg.spaces
+	latencies := make([]time.Duration, n)
+	start := time.Now()
+	err := parallel(ctx, b.cfg.workers, n, func(ctx context.Context, i int) error {
+		t := time.Now()
+		err := b.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-floor-%d", i)}})
+		latencies[i] = time.Since(t)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.Floor = bulk("apiserver: namespace create", latencies, start, time.Now())
+	return nil
+}
+
+// hncAlone makes an org's worth of what cf-hnc asks of HNC, without cf-hnc: a parent
+// namespace per org with a Secret and a ServiceAccount annotated to propagate, then every
+// subnamespace anchor in bulk; done when both copies exist in every child.
+func (b *bench) hncAlone(ctx context.Context, r *Results) error {
+	host := b.cp.Kpack().Registry.Host()
+	for o := range b.cfg.orgs {
+		parent := fmt.Sprintf("bench-hnc-%d", o)
+		propagate := map[string]string{propagateAll: "true"}
+		for _, obj := range []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: parent}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: orgSecret, Annotations: propagate},
+				Type: corev1.SecretTypeDockerConfigJson,
+				Data: map[string][]byte{corev1.DockerConfigJsonKey: controlplane.DockerConfig(host, "hnc-alone", "password")}},
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: orgSA, Annotations: propagate}},
+		} {
+			if err := b.k8s.Create(ctx, obj); err != nil {
+				return err
+			}
+		}
+	}
+	var starts timings
+	children := make([]string, b.cfg.orgs*b.cfg.spaces)
+	err := parallel(ctx, b.cfg.workers, len(children), func(ctx context.Context, i int) error {
+		parent := fmt.Sprintf("bench-hnc-%d", i/b.cfg.spaces)
+		children[i] = fmt.Sprintf("%s-%d", parent, i%b.cfg.spaces)
+		starts.start(children[i])
+		return b.k8s.Create(ctx, &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: children[i]}})
+	})
+	if err != nil {
+		return err
+	}
+	copied := func(ns string) (time.Time, bool) {
+		return b.seen.lastArrival(key("Secret", ns, orgSecret), key("ServiceAccount", ns, orgSA))
+	}
+	if err := b.seen.wait(ctx, b.bulkTimeout(), "every copy in HNC's subnamespaces", func() bool {
+		return slices.IndexFunc(children, func(ns string) bool { _, ok := copied(ns); return !ok }) < 0
+	}); err != nil {
+		return err
+	}
+	latencies := make([]time.Duration, len(children))
+	var last time.Time
+	for i, ns := range children {
+		at, _ := copied(ns)
+		latencies[i] = at.Sub(starts.starts[ns])
+		last = maxTime(last, at)
+	}
+	r.HNC = bulk("HNC alone: anchor → copies (bulk)", latencies, starts.first(), last)
+
+	var quiet []time.Duration
+	for q := range b.cfg.quiet {
+		child := fmt.Sprintf("bench-hnc-0-quiet-%d", q)
+		start := time.Now()
+		if err := b.k8s.Create(ctx, &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-hnc-0", Name: child}}); err != nil {
+			return err
+		}
+		if err := b.seen.wait(ctx, time.Minute, "the copies in "+child, func() bool { _, ok := copied(child); return ok }); err != nil {
+			return err
+		}
+		at, _ := copied(child)
+		quiet = append(quiet, at.Sub(start))
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.HNCQuiet = distribution("HNC alone: anchor → copies (quiet)", quiet)
+	return nil
+}
+
+// bulkTimeout bounds a bulk phase: at 1 space/s and then some.
+func (b *bench) bulkTimeout() time.Duration {
+	return time.Duration(b.cfg.orgs*b.cfg.spaces)*time.Second + 5*time.Minute
+}
+
+// cfhnc creates the orgs with their registry once, as an operator would, then every space in
+// bulk until each is BuildReady, then quiet spaces one at a time.
+func (b *bench) cfhnc(ctx context.Context, r *Results) error {
+	if err := b.placeRootMirror(ctx); err != nil {
+		return err
+	}
+	for o := range b.cfg.orgs {
+		org, err := b.createOrg(ctx, fmt.Sprintf("org-%d", o))
+		if err != nil {
+			return err
+		}
+		b.orgs = append(b.orgs, org)
+	}
+	b.spaces = map[string][]string{}
+	var starts timings
+	guids := make([]string, b.cfg.orgs*b.cfg.spaces)
+	for i := range guids {
+		guids[i] = string(uuid.NewUUID())
+		b.spaces[b.orgs[i/b.cfg.spaces]] = append(b.spaces[b.orgs[i/b.cfg.spaces]], guids[i])
+	}
+	err := parallel(ctx, b.cfg.workers, len(guids), func(ctx context.Context, i int) error {
+		starts.start(guids[i])
+		return b.k8s.Create(ctx, newSpace(b.orgs[i/b.cfg.spaces], guids[i], fmt.Sprintf("space-%d", i%b.cfg.spaces)))
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.seen.wait(ctx, b.bulkTimeout(), "every space BuildReady", func() bool {
+		return slices.IndexFunc(guids, func(g string) bool {
+			_, ok := b.seen.reached(g, starts.starts[g], metav1.ConditionTrue, "")
+			return !ok
+		}) < 0
+	}); err != nil {
+		return fmt.Errorf("%w (%s)", err, b.notReady(ctx))
+	}
+	latencies := make([]time.Duration, len(guids))
+	var shares []time.Duration
+	var lastReady, lastCopy time.Time
+	for i, g := range guids {
+		ready, _ := b.seen.reached(g, starts.starts[g], metav1.ConditionTrue, "")
+		latencies[i] = ready.Sub(starts.starts[g])
+		lastReady = maxTime(lastReady, ready)
+		if input, ok := b.lastInput(g); ok {
+			shares = append(shares, ready.Sub(input))
+			lastCopy = maxTime(lastCopy, input)
+		}
+	}
+	r.CFHNC = bulk("cf-hnc: space → BuildReady (bulk)", latencies, starts.first(), lastReady)
+	r.CFHNCEveryCopySeconds = lastCopy.Sub(starts.first()).Seconds()
+	r.OwnShareBulk = distribution("cf-hnc's own share (bulk)", shares)
+
+	say(fmt.Sprintf("  %d quiet spaces, one at a time", b.cfg.quiet))
+	var quiet, quietShares []time.Duration
+	for q := range b.cfg.quiet {
+		org, guid := b.orgs[q%len(b.orgs)], string(uuid.NewUUID())
+		latency, share, err := b.newSpace(ctx, org, guid, fmt.Sprintf("quiet-%d", q))
+		if err != nil {
+			return err
+		}
+		quiet, quietShares = append(quiet, latency), append(quietShares, share)
+		// Apart, so that each space is alone in the queues.
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.Quiet = distribution("cf-hnc: space → BuildReady (quiet)", quiet)
+	r.OwnShareQuiet = distribution("cf-hnc's own share (quiet)", quietShares)
+	return nil
+}
+
+// newSpace creates one space and returns its latency until BuildReady and cf-hnc's own share.
+func (b *bench) newSpace(ctx context.Context, org, guid, name string) (latency, share time.Duration, err error) {
+	start := time.Now()
+	if err := b.k8s.Create(ctx, newSpace(org, guid, name)); err != nil {
+		return 0, 0, err
+	}
+	b.spaces[org] = append(b.spaces[org], guid)
+	if err := b.seen.wait(ctx, 2*time.Minute, "the new space BuildReady", func() bool {
+		_, ok := b.seen.reached(guid, start, metav1.ConditionTrue, "")
+		return ok
+	}); err != nil {
+		return 0, 0, fmt.Errorf("%w (%s)", err, b.notReady(ctx))
+	}
+	ready, _ := b.seen.reached(guid, start, metav1.ConditionTrue, "")
+	input, _ := b.lastInput(guid)
+	return ready.Sub(start), ready.Sub(input), nil
+}
+
+// lastInput is when the last of what a space's BuildReady is computed from arrived: its
+// namespace, and HNC's copies of the org's Secret and ServiceAccount and of the root's Secret.
+// The ClusterBuilder is Ready before any space exists.
+func (b *bench) lastInput(space string) (time.Time, bool) {
+	return b.seen.lastArrival(key("Namespace", "", space), key("Secret", space, orgSecret),
+		key("ServiceAccount", space, orgSA), key("Secret", space, rootSecret))
+}
+
+func newSpace(org, guid, name string) *cfv1alpha1.CFSpace {
+	return &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: guid},
+		Spec: cfv1alpha1.CFSpaceSpec{DisplayName: name}}
+}
+
+// createOrg creates an org, waits until it is Ready and places its registry credentials and
+// build ServiceAccount, as `kubectl cf set-registry` does, with the org's registry account.
+func (b *bench) createOrg(ctx context.Context, name string) (string, error) {
+	org := &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.RootNamespace, Name: string(uuid.NewUUID())},
+		Spec: cfv1alpha1.CFOrgSpec{DisplayName: name}}
+	if err := b.k8s.Create(ctx, org); err != nil {
+		return "", err
+	}
+	if err := b.seen.wait(ctx, time.Minute, "org "+name+" Ready", func() bool {
+		return b.k8s.Get(ctx, client.ObjectKeyFromObject(org), org) == nil &&
+			meta.IsStatusConditionTrue(org.Status.Conditions, cfv1alpha1.ReadyCondition)
+	}); err != nil {
+		return "", err
+	}
+	reg := b.cp.Kpack().Registry
+	account := controlplane.OrgsRepository + "/" + org.Name
+	labels := map[string]string{cfv1alpha1.BuildConfigLabel: "true"}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: org.Name, Name: orgSecret, Labels: labels,
+			Annotations: map[string]string{cfv1alpha1.DropletRepositoryPrefixAnnotation: reg.Host() + "/" + account}},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: controlplane.DockerConfig(reg.Host(), account, b.cp.Kpack().TenantPassword)},
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: org.Name, Name: orgSA, Labels: labels}}
+	for _, obj := range []client.Object{secret, sa} {
+		if err := b.k8s.Create(ctx, obj); err != nil {
+			return "", err
+		}
+	}
+	// Spaces come after cf-hnc has marked the org's objects for HNC, as they would on a real
+	// foundation, where orgs are made long before their spaces.
+	return org.Name, b.seen.wait(ctx, time.Minute, "org "+name+"'s objects marked for HNC", func() bool {
+		for _, obj := range []client.Object{secret, sa} {
+			if b.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj) != nil || obj.GetAnnotations()[propagateAll] != "true" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// placeRootMirror places credentials for a second registry in the root, for every space.
+func (b *bench) placeRootMirror(ctx context.Context) error {
+	return b.k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.RootNamespace, Name: rootSecret,
+			Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: controlplane.DockerConfig(mirrorHost, "mirror", "password-1")},
+	})
+}
+
+// notReady says why some space is not BuildReady, for an error message.
+func (b *bench) notReady(ctx context.Context) string {
+	list := &cfv1alpha1.CFSpaceList{}
+	if err := b.k8s.List(ctx, list); err != nil {
+		return err.Error()
+	}
+	for _, s := range list.Items {
+		if c := meta.FindStatusCondition(s.Status.Conditions, cfv1alpha1.BuildReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+			if c == nil {
+				return "space " + s.Name + " has no BuildReady condition"
+			}
+			return fmt.Sprintf("space %s: %s: %s", s.Name, c.Reason, c.Message)
+		}
+	}
+	return "every space is BuildReady now"
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

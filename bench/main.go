@@ -1,0 +1,225 @@
+// Command bench measures cf-hnc side by side with its floors on one local control plane (the
+// same binaries and HNC flags as make run and the tests): the apiserver creating namespaces,
+// HNC alone propagating into subnamespaces, and cf-hnc making spaces BuildReady; then
+// credential rotation, a stack run-image fix, a quiet minute and a manager restart. It writes
+// JSON, a PNG of the latency distributions and docs/benchmarks.md.
+//
+//	make bench BENCH_FLAGS="-orgs 2 -spaces 20"
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+)
+
+// config is what the flags set.
+type config struct {
+	orgs, spaces int
+	quiet        int
+	workers      int
+	idle         time.Duration
+	timeout      time.Duration
+	out, doc     string
+	manager      string
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.orgs, "orgs", 10, "Orgs to create.")
+	flag.IntVar(&cfg.spaces, "spaces", 100, "Spaces per org.")
+	flag.IntVar(&cfg.quiet, "quiet", 20, "New spaces created one at a time once every space is there, for the quiet latency.")
+	flag.IntVar(&cfg.workers, "workers", 10, "Clients creating objects at once in the bulk phases (the same for every system).")
+	flag.DurationVar(&cfg.idle, "idle", time.Minute, "How long the steady state is watched for writes.")
+	flag.DurationVar(&cfg.timeout, "timeout", time.Hour, "The whole run stops after this long.")
+	flag.StringVar(&cfg.out, "out", ".local/bench", "Directory for the JSON, the PNG and the log.")
+	flag.StringVar(&cfg.doc, "doc", "docs/benchmarks.md", "Where to write the report; empty for none.")
+	flag.StringVar(&cfg.manager, "manager", "bin/cf-hnc", "The cf-hnc manager binary (make build).")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	if err := run(ctx, cfg, strings.Join(append([]string{"go run ./bench"}, os.Args[1:]...), " ")); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg config, command string) error {
+	manager, err := filepath.Abs(cfg.manager)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.Create(filepath.Join(cfg.out, "bench.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+
+	started := time.Now()
+	say("starting the local control plane (logs in .local/bench-run/logs)")
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		WorkDir:           ".local/bench-run",
+		ControllerManager: true,
+		HNC:               true,
+		Kpack:             true,
+		DefaultBuilder:    true,
+		Manager:           manager,
+	})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	watched, err := observe(ctx, cp.Config)
+	if err != nil {
+		return err
+	}
+	b := &bench{cfg: cfg, cp: cp, k8s: cp.Client, seen: watched}
+	r := &Results{Command: command, Machine: machineOf(started), Orgs: cfg.orgs, SpacesPerOrg: cfg.spaces, Workers: cfg.workers}
+	if r.HNCFlags, err = hncFlags(); err != nil {
+		return err
+	}
+
+	phases := []struct {
+		name string
+		run  func(context.Context, *Results) error
+	}{
+		{phaseFloor, b.floor},
+		{phaseHNC, b.hncAlone},
+		{phaseStackNoSpaces, func(ctx context.Context, r *Results) error { return b.stackFix(ctx, &r.StackNoSpaces) }},
+		{phaseCFHNC, b.cfhnc},
+		{phaseRotation, b.rotation},
+		{phaseStack, func(ctx context.Context, r *Results) error { return b.stackFix(ctx, &r.Stack) }},
+		{phaseSteady, b.steady},
+		{phaseRestart, b.restart},
+	}
+	for _, p := range phases {
+		say(p.name)
+		phaseStart := time.Now()
+		if err := p.run(ctx, r); err != nil {
+			r.Failed = fmt.Sprintf("%s: %v", p.name, err)
+			say("FAILED: " + r.Failed + " (logs in " + cp.LogDir() + ")")
+			break
+		}
+		if err := cp.Healthy(); err != nil {
+			r.Failed = fmt.Sprintf("%s: %v", p.name, err)
+			break
+		}
+		r.Completed = append(r.Completed, p.name)
+		say(fmt.Sprintf("  done in %s", time.Since(phaseStart).Round(time.Millisecond)))
+	}
+	r.Duration = time.Since(started).Round(time.Second).String()
+	return report(cfg, r)
+}
+
+// The phases of a run, in order.
+const (
+	phaseFloor         = "raw apiserver floor: namespace creates"
+	phaseHNC           = "HNC alone: anchors and a propagated Secret and ServiceAccount"
+	phaseStackNoSpaces = "stack fix with no space"
+	phaseCFHNC         = "cf-hnc: orgs, bulk spaces, quiet spaces"
+	phaseRotation      = "rotation"
+	phaseStack         = "stack fix with every space"
+	phaseSteady        = "steady state"
+	phaseRestart       = "manager restart"
+)
+
+// report writes the JSON, the PNG and the Markdown, whatever the run reached.
+func report(cfg config, r *Results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.out, "results.json"), data, 0o644); err != nil {
+		return err
+	}
+	png := filepath.Join(cfg.out, "latencies.png")
+	if err := plotLatencies(r, png); err != nil {
+		return err
+	}
+	if cfg.doc != "" {
+		if err := os.WriteFile(cfg.doc, []byte(markdown(r)), 0o644); err != nil {
+			return err
+		}
+	}
+	say("wrote " + filepath.Join(cfg.out, "results.json") + ", " + png + " and " + cfg.doc)
+	if r.Failed != "" {
+		return fmt.Errorf("%s", r.Failed)
+	}
+	return nil
+}
+
+func say(msg string) {
+	fmt.Printf("%s %s\n", time.Now().Format("15:04:05"), msg)
+}
+
+// bench is one run on one control plane.
+type bench struct {
+	cfg  config
+	cp   *controlplane.ControlPlane
+	k8s  client.Client
+	seen *observer
+	// orgs are the cf-hnc orgs' GUIDs, and spaces their spaces' GUIDs by org.
+	orgs   []string
+	spaces map[string][]string
+}
+
+// machineOf describes where the run happened.
+func machineOf(started time.Time) Machine {
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Date: started.UTC().Format(time.RFC3339)}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kib int
+		if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kib); err == nil {
+			m.MemoryGiB = float64(kib) / 1024 / 1024
+		}
+	}
+	return m
+}
+
+// hncFlags are the HNC manager flags that the local control plane runs HNC with: those of
+// config/hnc, with its own addresses.
+func hncFlags() ([]string, error) {
+	data, err := os.ReadFile("config/hnc/manager-args.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var patch struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Args []string `json:"args"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &patch); err != nil {
+		return nil, err
+	}
+	if len(patch.Spec.Template.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("config/hnc/manager-args.yaml has no container")
+	}
+	return patch.Spec.Template.Spec.Containers[0].Args, nil
+}

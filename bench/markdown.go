@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// markdown is docs/benchmarks.md for a run: every figure beside its floor and the target of
+// issue 14, met or missed.
+func markdown(r *Results) string {
+	var b strings.Builder
+	n := r.Orgs * r.SpacesPerOrg
+	fmt.Fprintf(&b, "# Benchmarks\n\n")
+	fmt.Fprintf(&b, "Written by `make bench` (bench/): cf-hnc side by side with its floors, in one run on one local\n")
+	fmt.Fprintf(&b, "control plane (kube-apiserver and etcd, kube-controller-manager, the HNC manager with the flags of\n")
+	fmt.Fprintf(&b, "config/hnc, the kpack controller, an in-memory registry, the cf-hnc manager as deployed).\n")
+	fmt.Fprintf(&b, "The targets are those of issue 14, stated for 1,000 spaces.\n\n")
+	fmt.Fprintf(&b, "- Command: `%s`\n", r.Command)
+	fmt.Fprintf(&b, "- Machine: %d cores, %.1f GiB RAM, %s, %s; run took %s\n", r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.GoVersion, r.Machine.Date, r.Duration)
+	fmt.Fprintf(&b, "- Size: %d orgs × %d spaces = %d spaces, %d clients creating at once\n", r.Orgs, r.SpacesPerOrg, n, r.Workers)
+	fmt.Fprintf(&b, "- HNC flags: `%s`\n", strings.Join(r.HNCFlags, " "))
+	if r.Failed != "" {
+		fmt.Fprintf(&b, "- **The run stopped early:** %s. Figures after that point are missing (0).\n", r.Failed)
+	}
+	if n < 1000 {
+		fmt.Fprintf(&b, "- **Smaller than the targets' 1,000 spaces:** the verdicts below compare a smaller run with them.\n")
+	}
+	fmt.Fprintf(&b, "\nLatencies are p50 / p95 / p99 in seconds. Times come from watch events seen by the bench process\n")
+	fmt.Fprintf(&b, "(creationTimestamps have whole seconds); cf-hnc's own share is BuildReady seen minus the arrival of\n")
+	fmt.Fprintf(&b, "the last of the space's inputs (its namespace, HNC's copies of the org's Secret and ServiceAccount\n")
+	fmt.Fprintf(&b, "and of the root's Secret).\n\n")
+
+	fmt.Fprintf(&b, "| figure | cf-hnc | floor (same run) | target | |\n| --- | --- | --- | --- | --- |\n")
+	row := func(phase, figure, value, floor, target string, met *bool) {
+		verdict := ""
+		if !slices.Contains(r.Completed, phase) {
+			value, met = "not measured", nil
+		}
+		if met != nil {
+			verdict = map[bool]string{true: "met", false: "**missed**"}[*met]
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", figure, value, floor, target, verdict)
+	}
+	is := func(v bool) *bool { return &v }
+	pct := func(d Distribution) string { return fmt.Sprintf("%.3f / %.3f / %.3f", d.P50, d.P95, d.P99) }
+
+	row(phaseCFHNC, fmt.Sprintf("new space → BuildReady, quiet, %d spaces present (n=%d)", n, r.Quiet.Count), pct(r.Quiet),
+		"HNC alone, quiet anchor → copies "+pct(r.HNCQuiet)+"; namespace create "+pct(r.Floor.Latency),
+		"p50 ≤ 0.25, p99 ≤ 1", is(r.Quiet.Count > 0 && r.Quiet.P50 <= 0.25 && r.Quiet.P99 <= 1))
+	row(phaseCFHNC, "cf-hnc's own share, quiet", pct(r.OwnShareQuiet), "", "p50 ≤ 0.020", is(r.OwnShareQuiet.Count > 0 && r.OwnShareQuiet.P50 <= 0.020))
+	row(phaseCFHNC, fmt.Sprintf("new space → BuildReady during the bulk creation (n=%d)", r.CFHNC.Latency.Count), pct(r.CFHNC.Latency),
+		"HNC alone anchor → copies "+pct(r.HNC.Latency), "", nil)
+	row(phaseCFHNC, "cf-hnc's own share, bulk", pct(r.OwnShareBulk), "", "p50 ≤ 0.020", is(r.OwnShareBulk.Count > 0 && r.OwnShareBulk.P50 <= 0.020))
+	row(phaseCFHNC, fmt.Sprintf("bulk: %d spaces created → all BuildReady", n),
+		fmt.Sprintf("%.1f s (%.1f spaces/s); every input copied at %.1f s", r.CFHNC.TotalSeconds, r.CFHNC.PerSecond, r.CFHNCEveryCopySeconds),
+		fmt.Sprintf("HNC alone %.1f s (%.1f/s); %d namespaces created in %.1f s", r.HNC.TotalSeconds, r.HNC.PerSecond, r.Floor.Latency.Count, r.Floor.TotalSeconds),
+		fmt.Sprintf("≤ 1.2 × HNC alone = %.1f s", 1.2*r.HNC.TotalSeconds),
+		is(r.CFHNC.TotalSeconds > 0 && r.CFHNC.TotalSeconds <= 1.2*r.HNC.TotalSeconds))
+	for _, rot := range r.Rotation {
+		limit := 0.5
+		if rot.Spaces > 100 {
+			limit = 5
+		}
+		row(phaseRotation, fmt.Sprintf("rotation: %s broken → %d spaces say so / fixed → they say so", rot.What, rot.Spaces),
+			fmt.Sprintf("%.2f s / %.2f s", rot.BrokenSeconds, rot.FixedSeconds),
+			fmt.Sprintf("HNC's copies updated in %.2f s", rot.HNCCopiesSeconds),
+			fmt.Sprintf("≤ %.1f s (≤ 0.5 s at 100 spaces, ≤ 5 s at 1,000)", limit),
+			is(rot.BrokenSeconds <= limit && rot.FixedSeconds <= limit))
+	}
+	row(phaseStack, fmt.Sprintf("stack fix → every default ClusterBuilder on the new run image (%d spaces, %d ClusterBuilders)", r.Stack.Spaces, r.Stack.ClusterBuilders),
+		fmt.Sprintf("%.1f s", r.Stack.Seconds), fmt.Sprintf("the same with no space: %.1f s", r.StackNoSpaces.Seconds), "≤ 10 s",
+		is(r.Stack.Seconds > 0 && r.Stack.Seconds <= 10))
+	row(phaseStack, "builder manifests written per stack fix",
+		fmt.Sprintf("%d (all repositories: %d) with %d spaces", r.Stack.BuilderManifests, r.Stack.AllManifests, r.Stack.Spaces),
+		fmt.Sprintf("%d (all: %d) with %d spaces", r.StackNoSpaces.BuilderManifests, r.StackNoSpaces.AllManifests, r.StackNoSpaces.Spaces),
+		"independent of the number of spaces", is(r.Stack.BuilderManifests > 0 && r.Stack.BuilderManifests == r.StackNoSpaces.BuilderManifests))
+	row("apps", "stack fix → 100 deployed apps on rebased droplets", "not measured", "", "≤ 60 s", nil)
+	row(phaseSteady, fmt.Sprintf("writes by cf-hnc per minute, %d idle spaces", n), fmt.Sprintf("%.1f", r.Steady.WritesPerMinute), "", "0",
+		is(r.Steady.IdleSeconds > 0 && r.Steady.WritesPerMinute == 0))
+	row(phaseSteady, "manager memory (RSS now / peak)", fmt.Sprintf("%.0f / %.0f MiB", r.Steady.RSSMiB, r.Steady.PeakRSSMiB), "", "≤ 64 MiB",
+		is(r.Steady.PeakRSSMiB > 0 && r.Steady.PeakRSSMiB <= 64))
+	row(phaseSteady, "manager CPU (whole run until the quiet minute / in it)", fmt.Sprintf("%.1f s / %.2f s", r.Steady.CPUSeconds-r.Steady.IdleCPUSeconds, r.Steady.IdleCPUSeconds), "", "", nil)
+	row(phaseRestart, "restart: manager killed → ready; then a new space → BuildReady", fmt.Sprintf("%.1f s; %.2f s (kill → BuildReady %.1f s)",
+		r.Restart.ManagerReadySeconds, r.Restart.NewSpaceSeconds, r.Restart.KillToBuildReadySeconds), "", "new space ≤ 5 s",
+		is(r.Restart.ManagerReadySeconds > 0 && r.Restart.NewSpaceSeconds <= 5))
+
+	fmt.Fprintf(&b, "\nThe manager's own histogram `cf_hnc_space_build_ready_seconds` (from creationTimestamp, whole seconds)\n")
+	fmt.Fprintf(&b, "observed %d spaces, mean %.2f s.\n\n", r.Steady.HistogramCount, r.Steady.HistogramMeanSeconds)
+	fmt.Fprintf(&b, "cf-hnc's writes over the run, until the quiet minute (`cf_hnc_api_writes_total`):\n\n| verb | kind | writes |\n| --- | --- | --- |\n")
+	keys := make([]string, 0, len(r.Steady.RunWrites))
+	for k := range r.Steady.RunWrites {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		verb, kind, _ := strings.Cut(k, " ")
+		fmt.Fprintf(&b, "| %s | %s | %.0f |\n", verb, kind, r.Steady.RunWrites[k])
+	}
+	fmt.Fprintf(&b, "\n![latency distributions](../.local/bench/latencies.png)\n\n")
+	fmt.Fprintf(&b, "The PNG and results.json (every sample) are in the run's `-out` directory; the components' logs in\n")
+	fmt.Fprintf(&b, "`.local/bench-run/logs`.\n")
+	return b.String()
+}

@@ -1,0 +1,101 @@
+package main
+
+// Results is everything one run measured; results.json holds it as it is.
+type Results struct {
+	Command      string   `json:"command"`
+	Machine      Machine  `json:"machine"`
+	Orgs         int      `json:"orgs"`
+	SpacesPerOrg int      `json:"spacesPerOrg"`
+	Workers      int      `json:"workers"`
+	HNCFlags     []string `json:"hncFlags"`
+	Duration     string   `json:"duration"`
+	Failed       string   `json:"failed,omitempty"`
+	// Completed are the phases that finished; the figures of the others are zero.
+	Completed []string `json:"completed"`
+
+	// Floor is the raw apiserver: orgs × spaces namespace creates, each latency the create call.
+	Floor Bulk `json:"floor"`
+	// HNC is HNC alone: orgs × spaces anchors, each latency from the anchor's create until the
+	// parent's Secret and ServiceAccount copies exist in the child.
+	HNC Bulk `json:"hncAlone"`
+	// HNCQuiet is HNC alone, one new anchor at a time once every subnamespace is there.
+	HNCQuiet Distribution `json:"hncAloneQuiet"`
+	// CFHNC is cf-hnc: orgs × spaces CFSpaces created in bulk, each latency from the create
+	// until the bench sees BuildReady=True.
+	CFHNC Bulk `json:"cfHNC"`
+	// CFHNCEveryCopySeconds is, in the same bulk, from the first create until the last copy
+	// of an input (namespace, Secrets, ServiceAccount) arrived in its space: HNC's part.
+	CFHNCEveryCopySeconds float64 `json:"cfHNCEveryCopySeconds"`
+	// OwnShareBulk and OwnShareQuiet are cf-hnc's own share of each space's latency: BuildReady
+	// seen minus the arrival of the last of its inputs.
+	OwnShareBulk  Distribution `json:"ownShareBulk"`
+	OwnShareQuiet Distribution `json:"ownShareQuiet"`
+	// Quiet is one new space at a time with every space present.
+	Quiet Distribution `json:"quiet"`
+
+	Rotation      []Rotation `json:"rotation"`
+	StackNoSpaces StackFix   `json:"stackNoSpaces"`
+	Stack         StackFix   `json:"stack"`
+	Steady        Steady     `json:"steady"`
+	Restart       Restart    `json:"restart"`
+}
+
+// Machine is where the run happened.
+type Machine struct {
+	Cores     int     `json:"cores"`
+	MemoryGiB float64 `json:"memoryGiB"`
+	GoVersion string  `json:"goVersion"`
+	Date      string  `json:"date"`
+}
+
+// Bulk is a bulk creation: each item's latency, and from the first create until the last
+// item was done.
+type Bulk struct {
+	Latency      Distribution `json:"latency"`
+	TotalSeconds float64      `json:"totalSeconds"`
+	PerSecond    float64      `json:"perSecond"`
+}
+
+// Rotation is a credential Secret broken and then fixed, until every space below says so.
+type Rotation struct {
+	What          string  `json:"what"`
+	Spaces        int     `json:"spaces"`
+	BrokenSeconds float64 `json:"brokenSeconds"`
+	FixedSeconds  float64 `json:"fixedSeconds"`
+	// HNCCopiesSeconds is until HNC's copies of the broken Secret all arrived: the floor.
+	HNCCopiesSeconds float64 `json:"hncCopiesSeconds"`
+}
+
+// StackFix is a ClusterStack run-image change until every default ClusterBuilder is on it.
+type StackFix struct {
+	Spaces          int     `json:"spaces"`
+	ClusterBuilders int     `json:"clusterBuilders"`
+	Seconds         float64 `json:"seconds"`
+	// BuilderManifests were pushed below the builder repository; AllManifests anywhere.
+	BuilderManifests int `json:"builderManifests"`
+	AllManifests     int `json:"allManifests"`
+}
+
+// Steady is the manager with every space idle, and its cost over the run.
+type Steady struct {
+	IdleSeconds     float64            `json:"idleSeconds"`
+	IdleWrites      map[string]float64 `json:"idleWrites"`
+	WritesPerMinute float64            `json:"writesPerMinute"`
+	// RunWrites are cf-hnc's writes by verb and kind from its start until the quiet minute.
+	RunWrites      map[string]float64 `json:"runWrites"`
+	RSSMiB         float64            `json:"rssMiB"`
+	PeakRSSMiB     float64            `json:"peakRSSMiB"`
+	CPUSeconds     float64            `json:"cpuSeconds"`
+	IdleCPUSeconds float64            `json:"idleCPUSeconds"`
+	// Histogram is cf_hnc_space_build_ready_seconds as the manager reports it.
+	HistogramCount       uint64  `json:"histogramCount"`
+	HistogramMeanSeconds float64 `json:"histogramMeanSeconds"`
+}
+
+// Restart is the manager killed and started again, then a new space.
+type Restart struct {
+	ManagerReadySeconds float64 `json:"managerReadySeconds"`
+	NewSpaceSeconds     float64 `json:"newSpaceSeconds"`
+	// KillToBuildReadySeconds is from the kill until the new space's BuildReady.
+	KillToBuildReadySeconds float64 `json:"killToBuildReadySeconds"`
+}
