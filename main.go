@@ -18,10 +18,11 @@ import (
 
 // The names that config/default gives the manager's objects in its namespace.
 const (
-	webhookService       = "cf-hnc-webhook-service"
-	webhookSecret        = "cf-hnc-webhook-server-cert"
-	webhookConfiguration = "cf-hnc-validating-webhook-configuration"
-	leaderElectionID     = "cf-hnc.workloads.cloudfoundry.org"
+	webhookService     = "cf-hnc-webhook-service"
+	webhookSecret      = "cf-hnc-webhook-server-cert"
+	validatingWebhooks = "cf-hnc-validating-webhook-configuration"
+	mutatingWebhooks   = "cf-hnc-mutating-webhook-configuration"
+	leaderElectionID   = "cf-hnc.workloads.cloudfoundry.org"
 )
 
 // The metrics endpoint checks each scrape's token and its right to GET /metrics.
@@ -53,9 +54,9 @@ func main() {
 	flag.StringVar(&webhookHost, "webhook-host", "127.0.0.1", "Host the webhook server listens on.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server; empty means controller-runtime's default.")
-	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "Serve the validating webhooks (turn off when running outside a cluster that cannot reach the manager).")
+	flag.BoolVar(&enableWebhooks, "enable-webhooks", true, "Serve the webhooks (turn off when running outside a cluster that cannot reach the manager).")
 	flag.BoolVar(&certRotation, "cert-rotation", false, "Make the webhook serving certificate in the cluster and renew it: a CA and a certificate in the Secret "+webhookSecret+
-		", the CA injected into "+webhookConfiguration+". The Secret must be mounted at --webhook-cert-dir.")
+		", the CA injected into "+validatingWebhooks+" and "+mutatingWebhooks+". The Secret must be mounted at --webhook-cert-dir.")
 	flag.StringVar(&extraDNSNames, "cert-extra-dns-names", "", "Comma-separated names for the rotated certificate besides "+webhookService+".<namespace>.svc, for an apiserver that calls the webhooks by another name.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&namespace, "namespace", defaultNamespace(), "The manager's own namespace: its leader-election lease, its webhook Service and certificate. Default: its ServiceAccount's namespace in a pod, else cf-hnc-system.")
@@ -84,7 +85,7 @@ func main() {
 	var rotation *manager.CertRotation
 	if certRotation && enableWebhooks {
 		rotation = &manager.CertRotation{Namespace: namespace, Secret: webhookSecret, Service: webhookService,
-			WebhookConfiguration: webhookConfiguration, CertDir: webhookCertDir, ExtraDNSNames: splitList(extraDNSNames)}
+			ValidatingWebhookConfiguration: validatingWebhooks, MutatingWebhookConfiguration: mutatingWebhooks, CertDir: webhookCertDir, ExtraDNSNames: splitList(extraDNSNames)}
 		webhookOpts = rotation.WebhookOptions(webhookOpts)
 	}
 	opts.WebhookServer = webhook.NewServer(webhookOpts)

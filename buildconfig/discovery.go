@@ -98,7 +98,7 @@ func (d *Discovery) observeBuilders(ctx context.Context, in *inputs, namespace s
 	}
 	for i := range builders {
 		builder := &builders[i]
-		if _, copied := builder.Labels[hncv1alpha2.LabelInheritedFrom]; copied {
+		if IsCopy(builder) {
 			continue
 		}
 		candidate := builderCandidate{builder: builder}
@@ -136,7 +136,7 @@ func (d *Discovery) observeUnpropagated(ctx context.Context, in *inputs, ancesto
 		sources = append(sources, &serviceAccounts[i])
 	}
 	for _, source := range sources {
-		if _, copied := source.GetLabels()[hncv1alpha2.LabelInheritedFrom]; copied {
+		if IsCopy(source) {
 			continue // a copy of something placed higher up: checked against its own source
 		}
 		kind := "Secret"

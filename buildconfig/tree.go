@@ -11,6 +11,13 @@ import (
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 )
 
+// IsCopy says whether HNC copied the object from an ancestor: what an operator placed is the
+// object without the label.
+func IsCopy(obj metav1.Object) bool {
+	_, copied := obj.GetLabels()[hncv1alpha2.LabelInheritedFrom]
+	return copied
+}
+
 // placed is an object and where it was placed, as seen from the namespace being resolved.
 type placed struct {
 	name string

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
@@ -85,8 +84,7 @@ func (r *DefaultBuilderReconciler) placedBuilder(ctx context.Context, key client
 	if err := r.client.Get(ctx, key, builder); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	_, copied := builder.Labels[hncv1alpha2.LabelInheritedFrom]
-	if copied || !buildconfig.Selector.Matches(labels.Set(builder.Labels)) || !builder.DeletionTimestamp.IsZero() {
+	if buildconfig.IsCopy(builder) || !buildconfig.Selector.Matches(labels.Set(builder.Labels)) || !builder.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
 	ns := &corev1.Namespace{}

@@ -50,10 +50,16 @@ var _ = Describe("cf-hnc as deployed", Label(clusterLabel), func() {
 		_, err = cert.Verify(x509.VerifyOptions{Roots: ca, DNSName: "cf-hnc-webhook-service." + install.Namespace + ".svc"})
 		Expect(err).NotTo(HaveOccurred(), "the serving certificate is the CA's, for the webhook Service")
 
-		config := &admissionv1.ValidatingWebhookConfiguration{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: install.WebhookConfiguration}, config)).To(Succeed())
-		Expect(config.Webhooks).NotTo(BeEmpty())
-		for _, hook := range config.Webhooks {
+		validating := &admissionv1.ValidatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: install.WebhookConfiguration}, validating)).To(Succeed())
+		mutating := &admissionv1.MutatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: install.MutatingWebhookConfiguration}, mutating)).To(Succeed())
+		Expect(validating.Webhooks).NotTo(BeEmpty())
+		Expect(mutating.Webhooks).NotTo(BeEmpty())
+		for _, hook := range validating.Webhooks {
+			Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "webhook %s trusts the rotated CA", hook.Name)
+		}
+		for _, hook := range mutating.Webhooks {
 			Expect(hook.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), "webhook %s trusts the rotated CA", hook.Name)
 		}
 

@@ -18,6 +18,16 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
+// managerLease is the lease the manager's replicas elect their leader with.
+func managerLease(ctx SpecContext) *coordinationv1.Lease {
+	GinkgoHelper()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "cf-hnc.workloads.cloudfoundry.org"}}
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+	Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+	Expect(lease.Spec.RenewTime).NotTo(BeNil())
+	return lease
+}
+
 // The fault specs break a part of the control plane in the middle of cf-hnc's work and expect
 // it to lose nothing, make nothing twice and converge without anybody's help. `make
 // test-faults` runs them alone; `make test` runs them with everything else.
@@ -36,14 +46,19 @@ var _ = Describe("Faults", Label("faults"), func() {
 		for i := range spaces {
 			Expect(k8s.Create(ctx, newSpaceObject(org, fmt.Sprintf("space-%03d", i)))).To(Succeed())
 		}
+		lease := managerLease(ctx)
 		Expect(cp.StopComponent("hnc-manager")).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) {
 			if cp.Healthy() != nil {
 				Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
 			}
 		})
-		By("leaving HNC down while cf-hnc keeps trying")
+		By("leaving HNC down while cf-hnc keeps trying, and keeps leading: HNC's webhooks, which fail closed, must not reach cf-hnc's own namespace")
 		time.Sleep(15 * time.Second)
+		renewed := managerLease(ctx)
+		Expect(renewed.Spec.HolderIdentity).To(Equal(lease.Spec.HolderIdentity))
+		Expect(renewed.Spec.RenewTime.After(lease.Spec.RenewTime.Add(10*time.Second))).To(BeTrue(),
+			"the manager renewed its lease while HNC was down: last renewed %s, before %s", renewed.Spec.RenewTime, lease.Spec.RenewTime)
 		Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
 
 		Eventually(func(g Gomega) {
@@ -118,8 +133,7 @@ var _ = Describe("Faults", Label("faults"), func() {
 
 	It("hands the work to the second replica when the leader is killed in the middle of it", func(ctx SpecContext) {
 		DeferCleanup(restartManager)
-		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: "cf-hnc.workloads.cloudfoundry.org"}}
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+		lease := managerLease(ctx)
 		leader := *lease.Spec.HolderIdentity
 		replica, err := cp.StartManagerReplica(ctx)
 		Expect(err).NotTo(HaveOccurred())

@@ -115,6 +115,18 @@ var _ = Describe("Pushing with kubectl cf", func() {
 		Expect(apps.Items).To(HaveLen(1))
 	})
 
+	It("lets a space developer, with nothing but the CF roles, push to its space by its namespace", func(ctx SpecContext) {
+		user := "dev-" + string(uuid.NewUUID())[:8]
+		spaceDeveloper(ctx, user, space)
+
+		out := cf("push", "web", "-n", space, "-p", appSource(), "--as", user)
+		Expect(out).To(MatchRegexp(`(?m)^App "web" is STARTED with droplet ([0-9a-f-]{36}):$`))
+		Expect(cf("apps", "-n", space, "--as", user)).To(MatchRegexp(`(?m)^web\s+[0-9a-f-]{36}\s+STARTED\s+`))
+
+		By("listing the orgs by name is for org members and operators")
+		Expect(cfFails("push", "web", "-o", org, "-s", "dev", "-p", appSource(), "--as", user)).To(ContainSubstring("you may not list orgs (only org members and operators may); name your space by its namespace instead, --namespace <space GUID>"))
+	})
+
 	DescribeTable("refuses a lifecycle that cannot be built, before anything is uploaded or created",
 		func(ctx SpecContext, args []string, message string) {
 			stderr := cfFails(append([]string{"push", "web", "-o", org, "-s", "dev", "-p", appSource()}, args...)...)

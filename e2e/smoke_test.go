@@ -3,11 +3,13 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +51,57 @@ var _ = Describe("The local control plane", Label(clusterLabel), func() {
 		Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) }).
 			Should(WithTransform(apierrors.IsNotFound, BeTrue()))
+	})
+
+	It("has the apiserver call every admission webhook on loopback, nowhere else", Label(localLabel), func(ctx SpecContext) {
+		var configs []admissionv1.WebhookClientConfig
+		validating := &admissionv1.ValidatingWebhookConfigurationList{}
+		Expect(k8s.List(ctx, validating)).To(Succeed())
+		for _, c := range validating.Items {
+			for _, hook := range c.Webhooks {
+				configs = append(configs, hook.ClientConfig)
+			}
+		}
+		mutating := &admissionv1.MutatingWebhookConfigurationList{}
+		Expect(k8s.List(ctx, mutating)).To(Succeed())
+		for _, c := range mutating.Items {
+			for _, hook := range c.Webhooks {
+				configs = append(configs, hook.ClientConfig)
+			}
+		}
+		Expect(configs).NotTo(BeEmpty())
+		for _, config := range configs {
+			Expect(config.Service).To(BeNil(), "a Service reference would be resolved off loopback: %+v", config.Service)
+			Expect(config.URL).NotTo(BeNil())
+			u, err := url.Parse(*config.URL)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(u.Hostname()).To(BeElementOf("127.0.0.1", "localhost"), *config.URL)
+		}
+	})
+
+	It("keeps HNC's object webhook, which fails closed, out of cf-hnc's and kpack's namespaces", Label(localLabel), func(ctx SpecContext) {
+		for _, name := range []string{"cf-hnc-system", "kpack"} {
+			ns := &corev1.Namespace{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, ns)).To(Succeed())
+			Expect(ns.Labels).NotTo(HaveKey(hncv1alpha2.LabelIncludedNamespace), "namespace %s", name)
+		}
+		Eventually(func(g Gomega) {
+			ns := &corev1.Namespace{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: root}, ns)).To(Succeed())
+			g.Expect(ns.Labels).To(HaveKeyWithValue(hncv1alpha2.LabelIncludedNamespace, "true"))
+		}).Should(Succeed(), "the CF tree is HNC's")
+		hooks := &admissionv1.ValidatingWebhookConfigurationList{}
+		Expect(k8s.List(ctx, hooks)).To(Succeed())
+		var objects *admissionv1.ValidatingWebhook
+		for i := range hooks.Items {
+			for j := range hooks.Items[i].Webhooks {
+				if hooks.Items[i].Webhooks[j].Name == "objects.hnc.x-k8s.io" {
+					objects = &hooks.Items[i].Webhooks[j]
+				}
+			}
+		}
+		Expect(objects).NotTo(BeNil())
+		Expect(objects.NamespaceSelector.MatchLabels).To(HaveKeyWithValue(hncv1alpha2.LabelIncludedNamespace, "true"))
 	})
 
 	It("makes a kpack Builder Ready against the local registry, and an Image gets a Build", Label(localLabel), func(ctx SpecContext) {

@@ -21,11 +21,13 @@ import (
 )
 
 // The rotator keeps its CA and the serving certificate in a Secret of the manager's namespace
-// and injects the CA into the webhook configuration; the Secret is mounted as the certificate
+// and injects the CA into the webhook configurations; the Secret is mounted as the certificate
 // directory. The names are those of config/default.
 // +kubebuilder:rbac:groups="",namespace=cf-hnc-system,resources=secrets,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=cf-hnc-validating-webhook-configuration,verbs=update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=cf-hnc-mutating-webhook-configuration,verbs=update
 
 // CertRotation makes the webhook serving certificate in the cluster, with
 // open-policy-agent/cert-controller (as HNC does): no cert-manager and no manual step.
@@ -37,8 +39,8 @@ type CertRotation struct {
 	Secret string
 	// Service is the webhook Service: the certificate is for <Service>.<Namespace>.svc.
 	Service string
-	// WebhookConfiguration is the ValidatingWebhookConfiguration that gets the CA.
-	WebhookConfiguration string
+	// ValidatingWebhookConfiguration and MutatingWebhookConfiguration get the CA.
+	ValidatingWebhookConfiguration, MutatingWebhookConfiguration string
 	// CertDir is where the Secret is mounted: the webhook server serves tls.crt and tls.key
 	// from it once they are there.
 	CertDir string
@@ -74,14 +76,17 @@ func (r *CertRotation) setup(mgr ctrl.Manager) (healthz.Checker, error) {
 	}
 	r.issued = make(chan struct{})
 	err := rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey:             types.NamespacedName{Namespace: r.Namespace, Name: r.Secret},
-		CertDir:               r.CertDir,
-		CAName:                "cf-hnc-ca",
-		CAOrganization:        "cf-hnc",
-		DNSName:               r.DNSName(),
-		ExtraDNSNames:         r.ExtraDNSNames,
-		IsReady:               r.issued,
-		Webhooks:              []rotator.WebhookInfo{{Name: r.WebhookConfiguration, Type: rotator.Validating}},
+		SecretKey:      types.NamespacedName{Namespace: r.Namespace, Name: r.Secret},
+		CertDir:        r.CertDir,
+		CAName:         "cf-hnc-ca",
+		CAOrganization: "cf-hnc",
+		DNSName:        r.DNSName(),
+		ExtraDNSNames:  r.ExtraDNSNames,
+		IsReady:        r.issued,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: r.ValidatingWebhookConfiguration, Type: rotator.Validating},
+			{Name: r.MutatingWebhookConfiguration, Type: rotator.Mutating},
+		},
 		RequireLeaderElection: false,
 		FieldOwner:            "cf-hnc-cert-rotator",
 	})
@@ -96,7 +101,8 @@ func (r *CertRotation) setup(mgr ctrl.Manager) (healthz.Checker, error) {
 		case <-r.issued:
 			return nil
 		default:
-			return fmt.Errorf("the webhook certificate is not in %s, or its CA not in %s, yet", r.CertDir, r.WebhookConfiguration)
+			return fmt.Errorf("the webhook certificate is not in %s, or its CA not in %s and %s, yet",
+				r.CertDir, r.ValidatingWebhookConfiguration, r.MutatingWebhookConfiguration)
 		}
 	}, nil
 }

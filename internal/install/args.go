@@ -43,12 +43,12 @@ func OverrideArgs(deployed []string, set map[string]string, allowed []string) ([
 }
 
 // InClusterOnly says whether obj serves only a manager that runs in the cluster: its
-// Deployment and disruption budget, its Services, its webhook configuration and certificate.
+// Deployment and disruption budget, its Services, its webhook configurations and certificate.
 // A manager run from a developer's machine against a cluster (make run with KUBECONFIG) needs
 // everything else, and must not register webhooks that the cluster cannot call.
 func InClusterOnly(obj *unstructured.Unstructured) bool {
 	switch obj.GetKind() {
-	case "Deployment", "PodDisruptionBudget", "Service", "ValidatingWebhookConfiguration":
+	case "Deployment", "PodDisruptionBudget", "Service", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 		return true
 	case "Secret":
 		return obj.GetNamespace() == Namespace && obj.GetName() == WebhookSecret

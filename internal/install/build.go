@@ -40,6 +40,9 @@ const (
 	ServiceAccount = "cf-hnc-manager"
 	// WebhookConfiguration is the name of cf-hnc's ValidatingWebhookConfiguration.
 	WebhookConfiguration = "cf-hnc-validating-webhook-configuration"
+	// MutatingWebhookConfiguration is the name of cf-hnc's MutatingWebhookConfiguration (it
+	// paces rebuild pods).
+	MutatingWebhookConfiguration = "cf-hnc-mutating-webhook-configuration"
 	// WebhookSecret holds the webhook serving certificate that the manager rotates.
 	WebhookSecret = "cf-hnc-webhook-server-cert"
 )

@@ -75,6 +75,7 @@ var _ = Describe("config/default", func() {
 			{"RoleBinding", install.Namespace, "cf-hnc-manager-rolebinding"},
 			{"ClusterRole", "", "cf-space-developer"},
 			{"ValidatingWebhookConfiguration", "", install.WebhookConfiguration},
+			{"MutatingWebhookConfiguration", "", install.MutatingWebhookConfiguration},
 			{"ValidatingAdmissionPolicy", "", "cf-hnc-manager-writes"},
 			{"HNCConfiguration", "", "config"},
 		} {
@@ -162,12 +163,16 @@ var _ = Describe("config/default", func() {
 
 	It("sends the webhooks to the manager's pods through the Service", func() {
 		objs := build("")
-		config := find(objs, "ValidatingWebhookConfiguration", "", install.WebhookConfiguration)
-		hooks, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
-		Expect(hooks).NotTo(BeEmpty())
-		for _, h := range hooks {
-			service, _, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig", "service")
-			Expect(service).To(And(HaveKeyWithValue("name", "cf-hnc-webhook-service"), HaveKeyWithValue("namespace", install.Namespace)))
+		for _, config := range []*unstructured.Unstructured{
+			find(objs, "ValidatingWebhookConfiguration", "", install.WebhookConfiguration),
+			find(objs, "MutatingWebhookConfiguration", "", install.MutatingWebhookConfiguration),
+		} {
+			hooks, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
+			Expect(hooks).NotTo(BeEmpty())
+			for _, h := range hooks {
+				service, _, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig", "service")
+				Expect(service).To(And(HaveKeyWithValue("name", "cf-hnc-webhook-service"), HaveKeyWithValue("namespace", install.Namespace)))
+			}
 		}
 		service := &corev1.Service{}
 		Expect(runtimeconv.DefaultUnstructuredConverter.FromUnstructured(find(objs, "Service", install.Namespace, "cf-hnc-webhook-service").Object, service)).To(Succeed())
@@ -266,7 +271,8 @@ var _ = Describe("what only an in-cluster manager needs", func() {
 		}
 		Expect(inCluster).To(ConsistOf("Deployment cf-hnc-manager", "PodDisruptionBudget cf-hnc-manager",
 			"Service cf-hnc-webhook-service", "Service cf-hnc-metrics-service",
-			"ValidatingWebhookConfiguration "+install.WebhookConfiguration, "Secret "+install.WebhookSecret))
+			"ValidatingWebhookConfiguration "+install.WebhookConfiguration,
+			"MutatingWebhookConfiguration "+install.MutatingWebhookConfiguration, "Secret "+install.WebhookSecret))
 		Expect(rest).To(ContainElements("ServiceAccount cf-hnc-manager", "ClusterRoleBinding cf-hnc-manager-rolebinding",
 			"Role cf-hnc-manager-role", "CustomResourceDefinition cforgs.workloads.cloudfoundry.org", "Namespace cf"))
 	})

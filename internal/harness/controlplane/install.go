@@ -78,7 +78,7 @@ func (cp *ControlPlane) Deploy(ctx context.Context) error {
 	d.webhookURL = "https://localhost:" + strconv.Itoa(d.port)
 	applied := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
-		if obj.GetKind() == "ValidatingWebhookConfiguration" {
+		if kind := obj.GetKind(); kind == "ValidatingWebhookConfiguration" || kind == "MutatingWebhookConfiguration" {
 			if obj, err = localWebhooks(obj, d.webhookURL); err != nil {
 				return err
 			}

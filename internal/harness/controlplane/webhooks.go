@@ -11,37 +11,31 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// prepareWebhooks reads webhook configurations, prefixes their names (HNC's and controller-gen's
-// default names collide) and allocates a loopback port and serving certificates for the server
-// that will serve them. Install them once that server is up.
-func prepareWebhooks(prefix string, files ...string) (*envtest.WebhookInstallOptions, error) {
+// prepareWebhooks takes the webhook configurations among docs, prefixes their names (HNC's and
+// controller-gen's default names collide) and allocates a loopback port and serving certificates
+// for the server that will serve them. Install them once that server is up.
+func prepareWebhooks(prefix, source string, docs [][]byte) (*envtest.WebhookInstallOptions, error) {
 	opts := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
-	for _, file := range files {
-		docs, err := readYAMLDocuments(file)
-		if err != nil {
-			return nil, err
+	for _, doc := range docs {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
-		for _, doc := range docs {
-			var meta struct{ Kind string }
-			if err := yaml.Unmarshal(doc, &meta); err != nil {
-				return nil, fmt.Errorf("%s: %w", file, err)
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			hook := &admissionv1.MutatingWebhookConfiguration{}
+			if err := yaml.Unmarshal(doc, hook); err != nil {
+				return nil, fmt.Errorf("%s: %w", source, err)
 			}
-			switch meta.Kind {
-			case "MutatingWebhookConfiguration":
-				hook := &admissionv1.MutatingWebhookConfiguration{}
-				if err := yaml.Unmarshal(doc, hook); err != nil {
-					return nil, fmt.Errorf("%s: %w", file, err)
-				}
-				hook.Name = prefix + hook.Name
-				opts.MutatingWebhooks = append(opts.MutatingWebhooks, hook)
-			case "ValidatingWebhookConfiguration":
-				hook := &admissionv1.ValidatingWebhookConfiguration{}
-				if err := yaml.Unmarshal(doc, hook); err != nil {
-					return nil, fmt.Errorf("%s: %w", file, err)
-				}
-				hook.Name = prefix + hook.Name
-				opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, hook)
+			hook.Name = prefix + hook.Name
+			opts.MutatingWebhooks = append(opts.MutatingWebhooks, hook)
+		case "ValidatingWebhookConfiguration":
+			hook := &admissionv1.ValidatingWebhookConfiguration{}
+			if err := yaml.Unmarshal(doc, hook); err != nil {
+				return nil, fmt.Errorf("%s: %w", source, err)
 			}
+			hook.Name = prefix + hook.Name
+			opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, hook)
 		}
 	}
 	if err := opts.PrepWithoutInstalling(); err != nil {
@@ -53,7 +47,12 @@ func prepareWebhooks(prefix string, files ...string) (*envtest.WebhookInstallOpt
 // prepareCFHNCWebhooks prepares cf-hnc's webhook configurations; RegisterWebhooks registers
 // them with the apiserver once a server listens.
 func (cp *ControlPlane) prepareCFHNCWebhooks(context.Context) error {
-	opts, err := prepareWebhooks("cf-hnc-", cp.paths.config("webhook", "manifests.yaml"))
+	file := cp.paths.config("webhook", "manifests.yaml")
+	docs, err := readYAMLDocuments(file)
+	if err != nil {
+		return err
+	}
+	opts, err := prepareWebhooks("cf-hnc-", file, docs)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -13,6 +14,9 @@ import (
 func (s *session) findOrg(ctx context.Context, c client.Client, key string) (*cfv1alpha1.CFOrg, error) {
 	orgs := &cfv1alpha1.CFOrgList{}
 	if err := c.List(ctx, orgs, client.InNamespace(s.root)); err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("you may not list orgs (only org members and operators may); name your space by its namespace instead, --namespace <space GUID>: %w", err)
+		}
 		return nil, fmt.Errorf("listing orgs: %w", err)
 	}
 	if org := lookup(orgs.Items, key); org != nil {

@@ -112,8 +112,10 @@ type follower struct {
 // errUnfinished is the error of a follow that ended before the build had finished.
 var errUnfinished = errors.New("the build has not finished")
 
-// follow polls build until it finishes or ctx ends; it returns the finished build, or
-// errUnfinished (wrapping why it stopped).
+// follow polls build until it finishes or ctx ends; it returns the finished build, the
+// apiserver's refusal of a read, or errUnfinished (wrapping why it stopped). A read that failed
+// short of the apiserver (the connection, or the client's rate limiter refusing a wait that
+// would outlast ctx) is retried at the next poll: it says nothing about the build.
 func (f *follower) follow(ctx context.Context, build *cfv1alpha1.CFBuild) (*cfv1alpha1.CFBuild, *kpackv1alpha2.Build, error) {
 	start := time.Now()
 	defer f.display.finish()
@@ -121,8 +123,9 @@ func (f *follower) follow(ctx context.Context, build *cfv1alpha1.CFBuild) (*cfv1
 	defer tick.Stop()
 	for {
 		kb, progress, err := f.observe(ctx, build)
+		var refused apierrors.APIStatus
 		switch {
-		case err != nil && ctx.Err() == nil:
+		case errors.As(err, &refused) && ctx.Err() == nil:
 			return nil, nil, err
 		case err == nil:
 			f.display.show(time.Since(start), progress)
