@@ -47,8 +47,8 @@ func main() {
 	flag.IntVar(&cfg.workers, "workers", 10, "Clients creating objects at once in the bulk phases (the same for every system).")
 	flag.DurationVar(&cfg.idle, "idle", time.Minute, "How long the steady state is watched for writes.")
 	flag.DurationVar(&cfg.timeout, "timeout", time.Hour, "The whole run stops after this long.")
-	flag.StringVar(&cfg.out, "out", ".local/bench", "Directory for the JSON, the PNG and the log.")
-	flag.StringVar(&cfg.doc, "doc", "docs/benchmarks.md", "Where to write the report; empty for none.")
+	flag.StringVar(&cfg.out, "out", ".local/bench", "Directory for the JSON and the log (and the PNG when there is no report).")
+	flag.StringVar(&cfg.doc, "doc", "docs/benchmarks.md", "Where to write the report, with its PNG beside it; empty for none.")
 	flag.StringVar(&cfg.manager, "manager", "bin/cf-hnc", "The cf-hnc manager binary (make build).")
 	flag.Parse()
 
@@ -154,12 +154,16 @@ func report(cfg config, r *Results) error {
 	if err := os.WriteFile(filepath.Join(cfg.out, "results.json"), data, 0o644); err != nil {
 		return err
 	}
+	// The PNG goes beside the report, which links it, so that both can be committed together.
 	png := filepath.Join(cfg.out, "latencies.png")
+	if cfg.doc != "" {
+		png = strings.TrimSuffix(cfg.doc, filepath.Ext(cfg.doc)) + ".png"
+	}
 	if err := plotLatencies(r, png); err != nil {
 		return err
 	}
 	if cfg.doc != "" {
-		if err := os.WriteFile(cfg.doc, []byte(markdown(r)), 0o644); err != nil {
+		if err := os.WriteFile(cfg.doc, []byte(markdown(r, filepath.Base(png))), 0o644); err != nil {
 			return err
 		}
 	}

@@ -8,8 +8,8 @@ import (
 )
 
 // markdown is docs/benchmarks.md for a run: every figure beside its floor and the target of
-// issue 14, met or missed.
-func markdown(r *Results) string {
+// issue 14, met or missed; png is the latency plot's path relative to the report.
+func markdown(r *Results, png string) string {
 	var b strings.Builder
 	n := r.Orgs * r.SpacesPerOrg
 	fmt.Fprintf(&b, "# Benchmarks\n\n")
@@ -82,9 +82,14 @@ func markdown(r *Results) string {
 	row(phaseSteady, "manager memory (RSS now / peak)", fmt.Sprintf("%.0f / %.0f MiB", r.Steady.RSSMiB, r.Steady.PeakRSSMiB), "", "≤ 64 MiB",
 		is(r.Steady.PeakRSSMiB > 0 && r.Steady.PeakRSSMiB <= 64))
 	row(phaseSteady, "manager CPU (whole run until the quiet minute / in it)", fmt.Sprintf("%.1f s / %.2f s", r.Steady.CPUSeconds-r.Steady.IdleCPUSeconds, r.Steady.IdleCPUSeconds), "", "", nil)
-	row(phaseRestart, "restart: manager killed → ready; then a new space → BuildReady", fmt.Sprintf("%.1f s; %.2f s (kill → BuildReady %.1f s)",
-		r.Restart.ManagerReadySeconds, r.Restart.NewSpaceSeconds, r.Restart.KillToBuildReadySeconds), "", "new space ≤ 5 s",
-		is(r.Restart.ManagerReadySeconds > 0 && r.Restart.NewSpaceSeconds <= 5))
+	for _, restart := range []struct {
+		how string
+		r   Restart
+	}{{"rolling update (SIGTERM)", r.RollingUpdate}, {"crash (SIGKILL)", r.Crash}} {
+		row(phaseRestart, "restart by "+restart.how+": manager stopped → ready; then a new space → BuildReady",
+			fmt.Sprintf("%.1f s; %.2f s (stop → BuildReady %.1f s)", restart.r.ManagerReadySeconds, restart.r.NewSpaceSeconds, restart.r.StopToBuildReadySeconds),
+			"", "new space ≤ 5 s", is(restart.r.ManagerReadySeconds > 0 && restart.r.NewSpaceSeconds <= 5))
+	}
 
 	fmt.Fprintf(&b, "\nThe manager's own histogram `cf_hnc_space_build_ready_seconds` (from creationTimestamp, whole seconds)\n")
 	fmt.Fprintf(&b, "observed %d spaces, mean %.2f s.\n\n", r.Steady.HistogramCount, r.Steady.HistogramMeanSeconds)
@@ -98,8 +103,8 @@ func markdown(r *Results) string {
 		verb, kind, _ := strings.Cut(k, " ")
 		fmt.Fprintf(&b, "| %s | %s | %.0f |\n", verb, kind, r.Steady.RunWrites[k])
 	}
-	fmt.Fprintf(&b, "\n![latency distributions](../.local/bench/latencies.png)\n\n")
-	fmt.Fprintf(&b, "The PNG and results.json (every sample) are in the run's `-out` directory; the components' logs in\n")
+	fmt.Fprintf(&b, "\n![latency distributions](%s)\n\n", png)
+	fmt.Fprintf(&b, "results.json (every sample) is in the run's `-out` directory; the components' logs in\n")
 	fmt.Fprintf(&b, "`.local/bench-run/logs`.\n")
 	return b.String()
 }

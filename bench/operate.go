@@ -285,20 +285,28 @@ func memory(pid int) (rss, peak float64, err error) {
 	return rss, peak, nil
 }
 
-// restart kills the manager, as a crash would, starts it again, and creates a new space.
+// restart stops the manager as a rolling update would, then kills it as a crash would; each time
+// it starts it again and creates a new space.
 func (b *bench) restart(ctx context.Context, r *Results) error {
-	killed := time.Now()
-	b.cp.KillManager()
+	if err := b.restartWith(ctx, b.cp.StopManager, "after-rolling-update", &r.RollingUpdate); err != nil {
+		return err
+	}
+	return b.restartWith(ctx, b.cp.KillManager, "after-crash", &r.Crash)
+}
+
+func (b *bench) restartWith(ctx context.Context, stop func(), space string, r *Restart) error {
+	stopped := time.Now()
+	stop()
 	if err := b.cp.StartManager(ctx); err != nil {
 		return err
 	}
-	r.Restart.ManagerReadySeconds = time.Since(killed).Seconds()
+	r.ManagerReadySeconds = time.Since(stopped).Seconds()
 	created := time.Now()
-	latency, _, err := b.newSpace(ctx, b.orgs[0], string(uuid.NewUUID()), "after-restart")
+	latency, _, err := b.newSpace(ctx, b.orgs[0], string(uuid.NewUUID()), space)
 	if err != nil {
 		return err
 	}
-	r.Restart.NewSpaceSeconds = latency.Seconds()
-	r.Restart.KillToBuildReadySeconds = (created.Sub(killed) + latency).Seconds()
+	r.NewSpaceSeconds = latency.Seconds()
+	r.StopToBuildReadySeconds = (created.Sub(stopped) + latency).Seconds()
 	return nil
 }

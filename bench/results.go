@@ -37,7 +37,10 @@ type Results struct {
 	StackNoSpaces StackFix   `json:"stackNoSpaces"`
 	Stack         StackFix   `json:"stack"`
 	Steady        Steady     `json:"steady"`
-	Restart       Restart    `json:"restart"`
+	// RollingUpdate stops the manager as a Deployment's rollout does (SIGTERM: it releases its
+	// lease); Crash kills it (SIGKILL: its successor waits for the lease to expire).
+	RollingUpdate Restart `json:"rollingUpdate"`
+	Crash         Restart `json:"crash"`
 }
 
 // Machine is where the run happened.
@@ -92,10 +95,10 @@ type Steady struct {
 	HistogramMeanSeconds float64 `json:"histogramMeanSeconds"`
 }
 
-// Restart is the manager killed and started again, then a new space.
+// Restart is the manager stopped and started again, then a new space.
 type Restart struct {
 	ManagerReadySeconds float64 `json:"managerReadySeconds"`
 	NewSpaceSeconds     float64 `json:"newSpaceSeconds"`
-	// KillToBuildReadySeconds is from the kill until the new space's BuildReady.
-	KillToBuildReadySeconds float64 `json:"killToBuildReadySeconds"`
+	// StopToBuildReadySeconds is from the stop until the new space's BuildReady.
+	StopToBuildReadySeconds float64 `json:"stopToBuildReadySeconds"`
 }
