@@ -55,11 +55,7 @@ func (s *session) orgNames(cmd *cobra.Command) ([]string, error) {
 
 // spaceNames are the display names of the spaces of the org that key names.
 func (s *session) spaceNames(cmd *cobra.Command, key string) ([]string, error) {
-	c, err := s.client()
-	if err != nil {
-		return nil, err
-	}
-	org, err := s.findOrg(cmd.Context(), c, key)
+	c, org, err := s.clientAndOrg(cmd.Context(), key)
 	if err != nil {
 		return nil, err
 	}

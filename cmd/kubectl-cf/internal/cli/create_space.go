@@ -24,11 +24,7 @@ func newCreateSpaceCommand(s *session) *cobra.Command {
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: s.completeOrgArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := s.client()
-			if err != nil {
-				return err
-			}
-			org, err := s.findOrg(cmd.Context(), c, args[0])
+			c, org, err := s.clientAndOrg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

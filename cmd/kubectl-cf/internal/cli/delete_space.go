@@ -19,11 +19,7 @@ func newDeleteSpaceCommand(s *session) *cobra.Command {
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: s.completeOrgThenSpace,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := s.client()
-			if err != nil {
-				return err
-			}
-			org, err := s.findOrg(cmd.Context(), c, args[0])
+			c, org, err := s.clientAndOrg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,16 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
+// clientAndOrg returns a client of the session's cluster and the org that key names there.
+func (s *session) clientAndOrg(ctx context.Context, key string) (client.Client, *cfv1alpha1.CFOrg, error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	org, err := s.findOrg(ctx, c, key)
+	return c, org, err
+}
+
 // findOrg returns the org that key names in the root namespace: by GUID, or by display name.
 func (s *session) findOrg(ctx context.Context, c client.Client, key string) (*cfv1alpha1.CFOrg, error) {
 	orgs := &cfv1alpha1.CFOrgList{}

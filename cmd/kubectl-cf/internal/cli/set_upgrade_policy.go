@@ -29,11 +29,7 @@ func newSetUpgradePolicyCommand(s *session) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := s.client()
-			if err != nil {
-				return err
-			}
-			org, err := s.findOrg(cmd.Context(), c, args[0])
+			c, org, err := s.clientAndOrg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
