@@ -11,11 +11,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 	"sigs.k8s.io/yaml"
-
-	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
 // startHNC runs the HNC manager with its webhooks and applies config/hnc. HNC writes bypass its
@@ -29,7 +26,10 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	webhooks, err := hncWebhooks(hncDir)
+	// HNC's release builds its webhooks with kustomize: its patch limits the object webhook to
+	// the namespaces HNC labels as included, so that with HNC down nothing in an excluded
+	// namespace (cf-hnc's lease and certificates, kpack's) is refused.
+	webhooks, err := prepareWebhooks(filepath.Join(hncDir, "config"), "webhook", "hnc-")
 	if err != nil {
 		return err
 	}
@@ -69,25 +69,6 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 		return hnc.failed(fmt.Errorf("webhooks could not be registered: %w", err))
 	}
 	return cp.configureHNC(ctx, hnc)
-}
-
-// hncWebhooks prepares HNC's webhook configurations as its release builds them (kustomize):
-// its patch limits the object webhook to the namespaces HNC labels as included, so that with HNC
-// down nothing in an excluded namespace (cf-hnc's lease and certificates, kpack's) is refused.
-func hncWebhooks(hncDir string) (*envtest.WebhookInstallOptions, error) {
-	objs, err := install.Build(filepath.Join(hncDir, "config"), "webhook", "")
-	if err != nil {
-		return nil, err
-	}
-	docs := make([][]byte, 0, len(objs))
-	for _, obj := range objs {
-		doc, err := obj.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, doc)
-	}
-	return prepareWebhooks("hnc-", "HNC's config/webhook", docs)
 }
 
 // hncArgs are the HNC manager flags that config/hnc says cf-hnc expects, less the addresses,

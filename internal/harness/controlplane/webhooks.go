@@ -7,35 +7,35 @@ import (
 	"path/filepath"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
+
+	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
-// prepareWebhooks takes the webhook configurations among docs, prefixes their names (HNC's and
-// controller-gen's default names collide) and allocates a loopback port and serving certificates
-// for the server that will serve them. Install them once that server is up.
-func prepareWebhooks(prefix, source string, docs [][]byte) (*envtest.WebhookInstallOptions, error) {
+// prepareWebhooks takes the webhook configurations that the kustomization in configDir builds,
+// as a release would, prefixes their names with prefix, and allocates a loopback port and serving
+// certificates for the server that will serve them. Install them once that server is up.
+func prepareWebhooks(configDir, kustomization, prefix string) (*envtest.WebhookInstallOptions, error) {
+	objs, err := install.Build(configDir, kustomization, "")
+	if err != nil {
+		return nil, err
+	}
 	opts := &envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"}
-	for _, doc := range docs {
-		var meta struct{ Kind string }
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
-		switch meta.Kind {
+	for _, obj := range objs {
+		obj.SetName(prefix + obj.GetName())
+		switch obj.GetKind() {
 		case "MutatingWebhookConfiguration":
 			hook := &admissionv1.MutatingWebhookConfiguration{}
-			if err := yaml.Unmarshal(doc, hook); err != nil {
-				return nil, fmt.Errorf("%s: %w", source, err)
-			}
-			hook.Name = prefix + hook.Name
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, hook)
 			opts.MutatingWebhooks = append(opts.MutatingWebhooks, hook)
 		case "ValidatingWebhookConfiguration":
 			hook := &admissionv1.ValidatingWebhookConfiguration{}
-			if err := yaml.Unmarshal(doc, hook); err != nil {
-				return nil, fmt.Errorf("%s: %w", source, err)
-			}
-			hook.Name = prefix + hook.Name
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, hook)
 			opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, hook)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s of %s: %w", obj.GetName(), filepath.Join(configDir, kustomization), err)
 		}
 	}
 	if err := opts.PrepWithoutInstalling(); err != nil {
@@ -44,15 +44,10 @@ func prepareWebhooks(prefix, source string, docs [][]byte) (*envtest.WebhookInst
 	return opts, nil
 }
 
-// prepareCFHNCWebhooks prepares cf-hnc's webhook configurations; RegisterWebhooks registers
-// them with the apiserver once a server listens.
+// prepareCFHNCWebhooks prepares cf-hnc's webhook configurations, named as config/default names
+// them; RegisterWebhooks registers them with the apiserver once a server listens.
 func (cp *ControlPlane) prepareCFHNCWebhooks(context.Context) error {
-	file := cp.paths.config("webhook", "manifests.yaml")
-	docs, err := readYAMLDocuments(file)
-	if err != nil {
-		return err
-	}
-	opts, err := prepareWebhooks("cf-hnc-", file, docs)
+	opts, err := prepareWebhooks(cp.paths.config(), "webhook", "")
 	if err != nil {
 		return err
 	}
