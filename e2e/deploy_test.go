@@ -51,7 +51,7 @@ var _ = Describe("cf-hnc as deployed", Label(clusterLabel), func() {
 		Expect(err).NotTo(HaveOccurred(), "the serving certificate is the CA's, for the webhook Service")
 
 		validating := &admissionv1.ValidatingWebhookConfiguration{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: install.WebhookConfiguration}, validating)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: install.ValidatingWebhookConfiguration}, validating)).To(Succeed())
 		mutating := &admissionv1.MutatingWebhookConfiguration{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: install.MutatingWebhookConfiguration}, mutating)).To(Succeed())
 		Expect(validating.Webhooks).NotTo(BeEmpty())

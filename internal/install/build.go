@@ -38,8 +38,8 @@ const (
 	ManagerContainer = "manager"
 	// ServiceAccount is the manager's ServiceAccount, in Namespace.
 	ServiceAccount = "cf-hnc-manager"
-	// WebhookConfiguration is the name of cf-hnc's ValidatingWebhookConfiguration.
-	WebhookConfiguration = "cf-hnc-validating-webhook-configuration"
+	// ValidatingWebhookConfiguration is the name of cf-hnc's ValidatingWebhookConfiguration.
+	ValidatingWebhookConfiguration = "cf-hnc-validating-webhook-configuration"
 	// MutatingWebhookConfiguration is the name of cf-hnc's MutatingWebhookConfiguration (it
 	// paces rebuild pods).
 	MutatingWebhookConfiguration = "cf-hnc-mutating-webhook-configuration"

@@ -74,7 +74,7 @@ var _ = Describe("config/default", func() {
 			{"Role", install.Namespace, "cf-hnc-manager-role"},
 			{"RoleBinding", install.Namespace, "cf-hnc-manager-rolebinding"},
 			{"ClusterRole", "", "cf-space-developer"},
-			{"ValidatingWebhookConfiguration", "", install.WebhookConfiguration},
+			{"ValidatingWebhookConfiguration", "", install.ValidatingWebhookConfiguration},
 			{"MutatingWebhookConfiguration", "", install.MutatingWebhookConfiguration},
 			{"ValidatingAdmissionPolicy", "", "cf-hnc-manager-writes"},
 			{"HNCConfiguration", "", "config"},
@@ -164,7 +164,7 @@ var _ = Describe("config/default", func() {
 	It("sends the webhooks to the manager's pods through the Service", func() {
 		objs := build("")
 		for _, config := range []*unstructured.Unstructured{
-			find(objs, "ValidatingWebhookConfiguration", "", install.WebhookConfiguration),
+			find(objs, "ValidatingWebhookConfiguration", "", install.ValidatingWebhookConfiguration),
 			find(objs, "MutatingWebhookConfiguration", "", install.MutatingWebhookConfiguration),
 		} {
 			hooks, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
@@ -271,7 +271,7 @@ var _ = Describe("what only an in-cluster manager needs", func() {
 		}
 		Expect(inCluster).To(ConsistOf("Deployment cf-hnc-manager", "PodDisruptionBudget cf-hnc-manager",
 			"Service cf-hnc-webhook-service", "Service cf-hnc-metrics-service",
-			"ValidatingWebhookConfiguration "+install.WebhookConfiguration,
+			"ValidatingWebhookConfiguration "+install.ValidatingWebhookConfiguration,
 			"MutatingWebhookConfiguration "+install.MutatingWebhookConfiguration, "Secret "+install.WebhookSecret))
 		Expect(rest).To(ContainElements("ServiceAccount cf-hnc-manager", "ClusterRoleBinding cf-hnc-manager-rolebinding",
 			"Role cf-hnc-manager-role", "CustomResourceDefinition cforgs.workloads.cloudfoundry.org", "Namespace cf"))

@@ -90,7 +90,7 @@ var _ = Describe("Installing, upgrading and uninstalling cf-hnc", Ordered, func(
 
 		for _, obj := range []client.Object{
 			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: install.ManagerDeployment}},
-			&admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: install.WebhookConfiguration}},
+			&admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: install.ValidatingWebhookConfiguration}},
 			&admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: install.MutatingWebhookConfiguration}},
 			&admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "cf-hnc-manager-writes"}},
 			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cf-hnc-manager-rolebinding"}},
