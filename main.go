@@ -31,21 +31,22 @@ const (
 
 func main() {
 	var (
-		metricsAddr    string
-		probeAddr      string
-		webhookHost    string
-		webhookPort    int
-		webhookCertDir string
-		enableWebhooks bool
-		certRotation   bool
-		extraDNSNames  string
-		leaderElect    bool
-		namespace      string
-		rootNamespace  string
-		concurrency    int
-		maxRebuilds    int
-		qps            float64
-		burst          int
+		metricsAddr      string
+		probeAddr        string
+		webhookHost      string
+		webhookPort      int
+		webhookCertDir   string
+		enableWebhooks   bool
+		certRotation     bool
+		extraDNSNames    string
+		leaderElect      bool
+		namespace        string
+		rootNamespace    string
+		builderNamespace string
+		concurrency      int
+		maxRebuilds      int
+		qps              float64
+		burst            int
 	)
 	// Every address defaults to loopback; a deployment that must be reached from outside the
 	// pod (probes, webhooks) says so with these flags.
@@ -61,6 +62,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&namespace, "namespace", defaultNamespace(), "The manager's own namespace: its leader-election lease, its webhook Service and certificate. Default: its ServiceAccount's namespace in a pod, else cf-hnc-system.")
 	flag.StringVar(&rootNamespace, "root-namespace", "cf", "The root namespace: orgs are created in it and their namespaces under it.")
+	flag.StringVar(&builderNamespace, "builder-namespace", "cf-builders", "The namespace, outside HNC's tree, of the ServiceAccounts that the root's default Builders push with.")
 	flag.IntVar(&concurrency, "concurrency", 8, "How many spaces, and how many builds, are reconciled at once.")
 	flag.IntVar(&maxRebuilds, "max-concurrent-rebuilds", 10, "How many rebuild pods (stack fixes, buildpack and lifecycle upgrades) run at once across the foundation; 0 for no limit.")
 	flag.Float64Var(&qps, "kube-api-qps", 200, "Requests per second to the apiserver that the manager may make, sustained.")
@@ -96,12 +98,12 @@ func main() {
 		setupLog.Error(err, "cannot create the manager")
 		os.Exit(1)
 	}
-	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, Webhooks: enableWebhooks,
+	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, BuilderNamespace: builderNamespace, Webhooks: enableWebhooks,
 		Concurrency: concurrency, MaxConcurrentRebuilds: maxRebuilds, CertRotation: rotation}); err != nil {
 		setupLog.Error(err, "cannot set up the manager")
 		os.Exit(1)
 	}
-	setupLog.Info("starting the manager", "rootNamespace", rootNamespace, "namespace", namespace,
+	setupLog.Info("starting the manager", "rootNamespace", rootNamespace, "builderNamespace", builderNamespace, "namespace", namespace,
 		"webhooks", enableWebhooks, "certRotation", rotation != nil, "leaderElection", leaderElect)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "the manager stopped with an error")

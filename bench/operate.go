@@ -10,6 +10,7 @@ import (
 	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	dto "github.com/prometheus/client_model/go"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -152,6 +153,7 @@ func (b *bench) steady(ctx context.Context, r *Results) error {
 			return nil, fmt.Errorf("the manager reports no %s: is %s older than the source (make build)?", metrics.APIWritesName, b.cfg.manager)
 		}
 		_, byVerbKind := metrics.Writes(families)
+		r.Steady.RunReconciles = reconciles(families)
 		if h := families[metrics.SpaceBuildReadyName]; h != nil && len(h.GetMetric()) > 0 {
 			hist := h.GetMetric()[0].GetHistogram()
 			r.Steady.HistogramCount = hist.GetSampleCount()
@@ -205,6 +207,19 @@ func (b *bench) steady(ctx context.Context, r *Results) error {
 	s.IdleCPUSeconds = s.CPUSeconds - cpuBefore
 	s.RSSMiB, s.PeakRSSMiB, err = memory(pid)
 	return err
+}
+
+// reconciles are controller-runtime's reconciles by controller.
+func reconciles(families map[string]*dto.MetricFamily) map[string]float64 {
+	byController := map[string]float64{}
+	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "controller" {
+				byController[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return byController
 }
 
 func total(m map[string]float64) float64 {

@@ -85,7 +85,10 @@ type Steady struct {
 	IdleWrites      map[string]float64 `json:"idleWrites"`
 	WritesPerMinute float64            `json:"writesPerMinute"`
 	// RunWrites are cf-hnc's writes by verb and kind from its start until the quiet minute.
-	RunWrites      map[string]float64 `json:"runWrites"`
+	RunWrites map[string]float64 `json:"runWrites"`
+	// RunReconciles are the manager's reconciles by controller over the same time
+	// (controller_runtime_reconcile_total).
+	RunReconciles  map[string]float64 `json:"runReconciles"`
 	RSSMiB         float64            `json:"rssMiB"`
 	PeakRSSMiB     float64            `json:"peakRSSMiB"`
 	CPUSeconds     float64            `json:"cpuSeconds"`

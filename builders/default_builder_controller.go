@@ -33,16 +33,24 @@ const serviceAccountRecheck = 10 * time.Second
 // root or an org namespace, and deletes it when the Builder goes or loses its label. Spaces
 // below build with the ClusterBuilder: a stack update then rebuilds one builder image per
 // placed Builder, however many spaces there are.
+//
+// The ClusterBuilder pushes with the ServiceAccount that the placed Builder names: an org's in
+// the org namespace, the root's in the builder namespace, outside HNC's tree. The root's push
+// credential must reach no space, and HNC v1.1.0 sends every space a DELETE for each Secret
+// and ServiceAccount in the root that it does not propagate, on every namespace change in
+// the tree (ADR 9).
 type DefaultBuilderReconciler struct {
-	client   client.Client
-	uncached client.Reader
-	root     string
+	client           client.Client
+	uncached         client.Reader
+	root             string
+	builderNamespace string
 }
 
 // NewDefaultBuilderReconciler returns a DefaultBuilderReconciler for orgs in the root
-// namespace; uncached reads ServiceAccounts that the cache does not hold.
-func NewDefaultBuilderReconciler(c client.Client, uncached client.Reader, root string) *DefaultBuilderReconciler {
-	return &DefaultBuilderReconciler{client: c, uncached: uncached, root: root}
+// namespace, whose default Builders push with ServiceAccounts in builderNamespace; uncached
+// reads ServiceAccounts that the cache does not hold.
+func NewDefaultBuilderReconciler(c client.Client, uncached client.Reader, root, builderNamespace string) *DefaultBuilderReconciler {
+	return &DefaultBuilderReconciler{client: c, uncached: uncached, root: root, builderNamespace: builderNamespace}
 }
 
 // +kubebuilder:rbac:groups=kpack.io,resources=clusterbuilders,verbs=get;list;watch;create;patch;delete
@@ -70,10 +78,11 @@ func (r *DefaultBuilderReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	// kpack fails a ClusterBuilder whose ServiceAccount is missing and backs off for ever longer:
 	// make it only once the ServiceAccount is there.
-	if ready, err := r.serviceAccountExists(ctx, placed); err != nil || !ready {
+	serviceAccount := r.serviceAccountOf(placed)
+	if ready, err := r.serviceAccountExists(ctx, serviceAccount); err != nil || !ready {
 		return ctrl.Result{RequeueAfter: serviceAccountRecheck}, err
 	}
-	_, err = apply.Object(ctx, r.client, current, desiredClusterBuilder(placed), fieldOwner)
+	_, err = apply.Object(ctx, r.client, current, desiredClusterBuilder(placed, serviceAccount), fieldOwner)
 	return ctrl.Result{}, err
 }
 
@@ -99,20 +108,31 @@ func (r *DefaultBuilderReconciler) placedBuilder(ctx context.Context, key client
 	return builder, nil
 }
 
-func (r *DefaultBuilderReconciler) serviceAccountExists(ctx context.Context, builder *kpackv1alpha2.Builder) (bool, error) {
+// serviceAccountOf is the ServiceAccount that the ClusterBuilder of a placed Builder pushes
+// with: the one it names, in the builder namespace for the root's, in the org's own namespace
+// for an org's.
+func (r *DefaultBuilderReconciler) serviceAccountOf(placed *kpackv1alpha2.Builder) corev1.ObjectReference {
+	namespace := placed.Namespace
+	if namespace == r.root {
+		namespace = r.builderNamespace
+	}
+	return corev1.ObjectReference{Namespace: namespace, Name: placed.Spec.ServiceAccount()}
+}
+
+func (r *DefaultBuilderReconciler) serviceAccountExists(ctx context.Context, ref corev1.ObjectReference) (bool, error) {
 	sa := &metav1.PartialObjectMetadata{}
 	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
-	err := r.uncached.Get(ctx, client.ObjectKey{Namespace: builder.Namespace, Name: builder.Spec.ServiceAccount()}, sa)
+	err := r.uncached.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, sa)
 	if apierrors.IsNotFound(err) {
-		log.FromContext(ctx).Info("waiting for the ServiceAccount of a default Builder", "serviceAccount", builder.Spec.ServiceAccount())
+		log.FromContext(ctx).Info("waiting for the ServiceAccount of a default Builder", "serviceAccount", ref.Namespace+"/"+ref.Name)
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// desiredClusterBuilder is the ClusterBuilder of a placed Builder: its spec, pushed with its
-// ServiceAccount to its repository, where kpack tags it "clusterbuilder-<name>".
-func desiredClusterBuilder(placed *kpackv1alpha2.Builder) *kpackv1alpha2.ClusterBuilder {
+// desiredClusterBuilder is the ClusterBuilder of a placed Builder: its spec, pushed with the
+// given ServiceAccount to its repository, where kpack tags it "clusterbuilder-<name>".
+func desiredClusterBuilder(placed *kpackv1alpha2.Builder, serviceAccount corev1.ObjectReference) *kpackv1alpha2.ClusterBuilder {
 	spec := *placed.Spec.BuilderSpec.DeepCopy()
 	if ref, err := name.ParseReference(spec.Tag); err == nil {
 		spec.Tag = ref.Context().Name()
@@ -125,7 +145,7 @@ func desiredClusterBuilder(placed *kpackv1alpha2.Builder) *kpackv1alpha2.Cluster
 		},
 		Spec: kpackv1alpha2.ClusterBuilderSpec{
 			BuilderSpec:       spec,
-			ServiceAccountRef: corev1.ObjectReference{Namespace: placed.Namespace, Name: placed.Spec.ServiceAccount()},
+			ServiceAccountRef: serviceAccount,
 		},
 	}
 }

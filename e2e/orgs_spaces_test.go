@@ -7,10 +7,12 @@ import (
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
@@ -34,6 +36,18 @@ var _ = Describe("Orgs and spaces that build", func() {
 		ns := &corev1.Namespace{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
 		Expect(ns.Labels).To(HaveKeyWithValue(cfv1alpha1.BuildReadyLabel, "true"))
+	})
+
+	It("pushes the root's default Builder with credentials outside HNC's tree, which HNC never sends to a space", Label(localLabel), func(ctx SpecContext) {
+		clusterBuilder := &kpackv1alpha2.ClusterBuilder{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: root + "." + controlplane.DefaultBuilder}, clusterBuilder)).To(Succeed())
+		pushedWith := clusterBuilder.Spec.ServiceAccountRef
+		Expect(pushedWith.Namespace).To(Equal(controlplane.BuilderNamespace))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: root, Name: pushedWith.Name}, &corev1.ServiceAccount{})).
+			To(WithTransform(apierrors.IsNotFound, BeTrue()), "an unpropagated ServiceAccount in the root costs every space a DELETE from HNC on each namespace change")
+		builderNamespace := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: pushedWith.Namespace}, builderNamespace)).To(Succeed())
+		Expect(builderNamespace.Labels).NotTo(HaveKey(root+hncv1alpha2.LabelTreeDepthSuffix), "the builder namespace is not in the CF tree")
 	})
 })
 

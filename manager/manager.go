@@ -21,6 +21,9 @@ import (
 type Config struct {
 	// RootNamespace holds the CFOrgs; org namespaces are made under it.
 	RootNamespace string
+	// BuilderNamespace, outside HNC's tree, holds the ServiceAccounts that the root's default
+	// Builders push with.
+	BuilderNamespace string
 	// Webhooks serves the validating webhooks.
 	Webhooks bool
 	// Concurrency is how many spaces, and how many builds, are reconciled at once.
@@ -70,7 +73,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := propagation.SetupWithManager(mgr, cfg.RootNamespace); err != nil {
 		return err
 	}
-	if err := builders.NewDefaultBuilderReconciler(c, mgr.GetAPIReader(), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+	if err := builders.NewDefaultBuilderReconciler(c, mgr.GetAPIReader(), cfg.RootNamespace, cfg.BuilderNamespace).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := builders.NewBuildReconciler(c, mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}, cfg.Concurrency).SetupWithManager(mgr); err != nil {

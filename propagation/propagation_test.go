@@ -191,6 +191,32 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
 	})
 
+	It("makes the root's default Builder push with its ServiceAccount in the builder namespace, never with one in the root", func(ctx SpecContext) {
+		name := "root-builder-" + string(uuid.NewUUID())[:8]
+		inRoot := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.RootNamespace, Name: name}}
+		Expect(k8s.Create(ctx, inRoot)).To(Succeed())
+		DeferCleanup(k8s.Delete, inRoot)
+		builder := &kpackv1alpha2.Builder{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testenv.RootNamespace, Name: name, Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+			Spec: kpackv1alpha2.NamespacedBuilderSpec{
+				BuilderSpec:        kpackv1alpha2.BuilderSpec{Tag: "registry.local/cnb/builders/" + name},
+				ServiceAccountName: name,
+			},
+		}
+		Expect(k8s.Create(ctx, builder)).To(Succeed())
+		DeferCleanup(k8s.Delete, builder)
+
+		clusterBuilder := &kpackv1alpha2.ClusterBuilder{ObjectMeta: metav1.ObjectMeta{Name: testenv.RootNamespace + "." + name}}
+		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }, "3s").
+			Should(WithTransform(apierrors.IsNotFound, BeTrue()), "the ServiceAccount in the root is not the one it pushes with")
+
+		inBuilderNamespace := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.BuilderNamespace, Name: name}}
+		Expect(k8s.Create(ctx, inBuilderNamespace)).To(Succeed())
+		DeferCleanup(k8s.Delete, inBuilderNamespace)
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }).Should(Succeed())
+		Expect(clusterBuilder.Spec.ServiceAccountRef).To(Equal(corev1.ObjectReference{Namespace: testenv.BuilderNamespace, Name: name}))
+	})
+
 	It("keeps the operator's own pull secrets on a build ServiceAccount beside the credentials it lists", func(ctx SpecContext) {
 		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
 		Expect(k8s.Create(ctx, &corev1.ServiceAccount{

@@ -27,6 +27,10 @@ import (
 // RootNamespace is the root namespace of config/root: orgs live in it.
 const RootNamespace = "cf"
 
+// BuilderNamespace is the builder namespace of config/root, outside HNC's tree: the root's
+// default Builder pushes with a ServiceAccount in it.
+const BuilderNamespace = "cf-builders"
+
 // Options say which components to run. The apiserver and etcd always run.
 type Options struct {
 	// ProjectDir is the repository root, with bin/ and config/. Empty: found from the working
@@ -120,6 +124,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},
 		{opts.Manager != "", cp.Deploy},
 		{opts.Manager != "", cp.StartManager},
+		{opts.DefaultBuilder && opts.Manager != "", cp.waitForDefaultClusterBuilder},
 	}
 	for _, step := range steps {
 		if step.enabled {
@@ -131,7 +136,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	return cp, nil
 }
 
-// installRoot creates the root namespace (config/root), once HNC is there to manage it.
+// installRoot creates the root and builder namespaces (config/root), once HNC is there to
+// manage the root.
 func (cp *ControlPlane) installRoot(ctx context.Context) error {
 	return cp.applyKustomization(ctx, "root")
 }

@@ -17,13 +17,15 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
 )
 
-// The default build configuration that the local control plane places once in the root
-// namespace, as an operator would: a default Builder with every seeded buildpack, labelled so
-// that cf-hnc makes a ClusterBuilder of it for every space. Its ServiceAccount and credentials
-// are not labelled: they stay in the root, where kpack pushes the builder images with them,
-// and no space developer can read them. The operator account may push only builder images,
-// under the registry's public prefix, from where every space's builds pull them. Orgs place
-// their own credentials and droplet repository (kubectl cf set-registry), with tenant accounts.
+// The default build configuration that the local control plane places once, as an operator
+// would: a default Builder with every seeded buildpack in the root namespace, labelled so that
+// cf-hnc makes a ClusterBuilder of it for every space, and the ServiceAccount and credentials
+// that the ClusterBuilder pushes with in the builder namespace, outside HNC's tree, where no
+// space developer can read them (ADR 9). kpack also tries to build the placed Builder in the
+// root, where it has no credentials: it stays not ready there, and spaces never use it. The
+// operator account may push only builder images, under the registry's public prefix, from
+// where every space's builds pull them. Orgs place their own credentials and droplet
+// repository (kubectl cf set-registry), with tenant accounts.
 const (
 	DefaultBuilder        = "cf-default-builder"
 	builderServiceAccount = "cf-builder"
@@ -38,8 +40,8 @@ const (
 	OrgsRepository = "orgs"
 )
 
-// placeDefaultBuilder places the default build configuration in the root namespace and waits
-// until kpack reports the Builder Ready.
+// placeDefaultBuilder places the default build configuration: the credentials in the builder
+// namespace, the Builder in the root.
 func (cp *ControlPlane) placeDefaultBuilder(ctx context.Context) error {
 	user := registry.User{Name: OperatorUser, Password: string(uuid.NewUUID()), Prefixes: []string{"cnb/builders/"}}
 	if err := cp.kpack.Registry.AddUser(user); err != nil {
@@ -49,17 +51,17 @@ func (cp *ControlPlane) placeDefaultBuilder(ctx context.Context) error {
 	if err := cp.kpack.Registry.AddTenantAccounts(OrgsRepository+"/", cp.kpack.TenantPassword); err != nil {
 		return err
 	}
-	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: RootNamespace, Name: name} }
+	credentials := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: BuilderNamespace, Name: name} }
 	builder := cp.kpack.Builder(RootNamespace, DefaultBuilder, builderServiceAccount, cp.kpack.Registry.Host()+"/"+BuilderRepository)
 	builder.Labels = map[string]string{cfv1alpha1.BuildConfigLabel: "true"}
 	objects := []client.Object{
 		&corev1.Secret{
-			ObjectMeta: meta(builderCredentials),
+			ObjectMeta: credentials(builderCredentials),
 			Type:       corev1.SecretTypeDockerConfigJson,
 			Data:       map[string][]byte{corev1.DockerConfigJsonKey: DockerConfig(cp.kpack.Registry.Host(), user.Name, user.Password)},
 		},
 		&corev1.ServiceAccount{
-			ObjectMeta:       meta(builderServiceAccount),
+			ObjectMeta:       credentials(builderServiceAccount),
 			Secrets:          []corev1.ObjectReference{{Name: builderCredentials}},
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: builderCredentials}},
 		},
@@ -70,15 +72,14 @@ func (cp *ControlPlane) placeDefaultBuilder(ctx context.Context) error {
 			return fmt.Errorf("placing %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}
-	return cp.kpack.controller.waitUntil(ctx, time.Minute, "Builder "+DefaultBuilder+" Ready", func(ctx context.Context) error {
-		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(builder), builder); err != nil {
-			return err
-		}
-		if ready := builder.Status.GetCondition(corev1alpha1.ConditionReady); !ready.IsTrue() {
-			return fmt.Errorf("Builder %s is not Ready: %+v", builder.Name, builder.Status.Conditions)
-		}
-		return nil
-	})
+	return nil
+}
+
+// waitForDefaultClusterBuilder waits until kpack reports Ready the ClusterBuilder that the
+// manager made of the default Builder, so that builds start at once.
+func (cp *ControlPlane) waitForDefaultClusterBuilder(ctx context.Context) error {
+	clusterBuilder := &kpackv1alpha2.ClusterBuilder{ObjectMeta: metav1.ObjectMeta{Name: RootNamespace + "." + DefaultBuilder}}
+	return cp.kpack.controller.waitUntil(ctx, time.Minute, clusterBuilder.Name+" Ready", cp.kpackReady(clusterBuilder))
 }
 
 // Builder is a namespaced Builder on the seeded stack and store with every seeded buildpack,

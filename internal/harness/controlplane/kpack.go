@@ -155,6 +155,8 @@ func (cp *ControlPlane) kpackReady(obj client.Object) func(context.Context) erro
 			status = &o.Status.Status
 		case *kpackv1alpha2.ClusterStore:
 			status = &o.Status.Status
+		case *kpackv1alpha2.ClusterBuilder:
+			status = &o.Status.Status
 		}
 		ready := status.GetCondition(corev1alpha1.ConditionReady)
 		if !ready.IsTrue() || status.ObservedGeneration != current.GetGeneration() {

@@ -28,6 +28,9 @@ import (
 // RootNamespace is the root namespace of the suites.
 const RootNamespace = controlplane.RootNamespace
 
+// BuilderNamespace holds the ServiceAccounts that the suites' root default Builders push with.
+const BuilderNamespace = controlplane.BuilderNamespace
+
 // Start starts the control plane and the manager for a suite, registers their teardown with
 // DeferCleanup, and sets suite-wide Eventually defaults. Call it from BeforeSuite; the logs of
 // the suite's components stay in .local/<suite> after the run.
@@ -52,7 +55,7 @@ func Start(ctx context.Context, suite string) *controlplane.ControlPlane {
 	opts.WebhookServer = webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir})
 	mgr, err := ctrl.NewManager(cp.Config, opts)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(manager.Setup(mgr, manager.Config{RootNamespace: RootNamespace, Webhooks: true})).To(Succeed())
+	Expect(manager.Setup(mgr, manager.Config{RootNamespace: RootNamespace, BuilderNamespace: BuilderNamespace, Webhooks: true})).To(Succeed())
 	mgrCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- mgr.Start(mgrCtx) }()
