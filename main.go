@@ -40,6 +40,7 @@ func main() {
 		certRotation     bool
 		extraDNSNames    string
 		leaderElect      bool
+		leaderIdentity   string
 		namespace        string
 		rootNamespace    string
 		builderNamespace string
@@ -60,6 +61,7 @@ func main() {
 		", the CA injected into "+validatingWebhooks+" and "+mutatingWebhooks+". The Secret must be mounted at --webhook-cert-dir.")
 	flag.StringVar(&extraDNSNames, "cert-extra-dns-names", "", "Comma-separated names for the rotated certificate besides "+webhookService+".<namespace>.svc, for an apiserver that calls the webhooks by another name.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
+	flag.StringVar(&leaderIdentity, "leader-election-identity", "", "Who holds the lease: unique among the replicas and stable across restarts of one (the pod's name), so that a restarted manager takes its lease back at once. Empty: the host name and a random suffix, which waits for the lease to expire after a crash.")
 	flag.StringVar(&namespace, "namespace", defaultNamespace(), "The manager's own namespace: its leader-election lease, its webhook Service and certificate. Default: its ServiceAccount's namespace in a pod, else cf-hnc-system.")
 	flag.StringVar(&rootNamespace, "root-namespace", "cf", "The root namespace: orgs are created in it and their namespaces under it.")
 	flag.StringVar(&builderNamespace, "builder-namespace", "cf-builders", "The namespace, outside HNC's tree, of the ServiceAccounts that the root's default Builders push with.")
@@ -93,6 +95,14 @@ func main() {
 	opts.WebhookServer = webhook.NewServer(webhookOpts)
 	config := ctrl.GetConfigOrDie()
 	config.QPS, config.Burst = float32(qps), burst
+	if leaderElect && leaderIdentity != "" {
+		lock, err := manager.LeaderLock(config, namespace, leaderElectionID, leaderIdentity)
+		if err != nil {
+			setupLog.Error(err, "cannot make the leader-election lock")
+			os.Exit(1)
+		}
+		opts.LeaderElectionResourceLockInterface = lock
+	}
 	mgr, err := ctrl.NewManager(config, opts)
 	if err != nil {
 		setupLog.Error(err, "cannot create the manager")

@@ -103,14 +103,14 @@ func markdown(r *Results, png string) string {
 		verb, kind, _ := strings.Cut(k, " ")
 		fmt.Fprintf(&b, "| %s | %s | %.0f |\n", verb, kind, r.Steady.RunWrites[k])
 	}
-	fmt.Fprintf(&b, "\nThe manager's reconciles over the same time (`controller_runtime_reconcile_total`):\n\n| controller | reconciles |\n| --- | --- |\n")
+	fmt.Fprintf(&b, "\nThe manager's reconciles over the same time (`controller_runtime_reconcile_total`, `_time_seconds`):\n\n| controller | reconciles | seconds in all |\n| --- | --- | --- |\n")
 	controllers := make([]string, 0, len(r.Steady.RunReconciles))
 	for c := range r.Steady.RunReconciles {
 		controllers = append(controllers, c)
 	}
 	sort.Strings(controllers)
 	for _, c := range controllers {
-		fmt.Fprintf(&b, "| %s | %.0f |\n", c, r.Steady.RunReconciles[c])
+		fmt.Fprintf(&b, "| %s | %.0f | %.1f |\n", c, r.Steady.RunReconciles[c], r.Steady.RunReconcileSeconds[c])
 	}
 	fmt.Fprintf(&b, "\n![latency distributions](%s)\n\n", png)
 	fmt.Fprintf(&b, "results.json (every sample) is in the run's `-out` directory; the components' logs in\n")

@@ -153,7 +153,7 @@ func (b *bench) steady(ctx context.Context, r *Results) error {
 			return nil, fmt.Errorf("the manager reports no %s: is %s older than the source (make build)?", metrics.APIWritesName, b.cfg.manager)
 		}
 		_, byVerbKind := metrics.Writes(families)
-		r.Steady.RunReconciles = reconciles(families)
+		r.Steady.RunReconciles, r.Steady.RunReconcileSeconds = reconciles(families)
 		if h := families[metrics.SpaceBuildReadyName]; h != nil && len(h.GetMetric()) > 0 {
 			hist := h.GetMetric()[0].GetHistogram()
 			r.Steady.HistogramCount = hist.GetSampleCount()
@@ -209,17 +209,26 @@ func (b *bench) steady(ctx context.Context, r *Results) error {
 	return err
 }
 
-// reconciles are controller-runtime's reconciles by controller.
-func reconciles(families map[string]*dto.MetricFamily) map[string]float64 {
-	byController := map[string]float64{}
+// reconciles are controller-runtime's reconciles by controller, and the seconds they took in
+// all (controller_runtime_reconcile_time_seconds).
+func reconciles(families map[string]*dto.MetricFamily) (count, seconds map[string]float64) {
+	count, seconds = map[string]float64{}, map[string]float64{}
 	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "controller" {
-				byController[l.GetValue()] += m.GetCounter().GetValue()
-			}
+		count[controllerOf(m)] += m.GetCounter().GetValue()
+	}
+	for _, m := range families["controller_runtime_reconcile_time_seconds"].GetMetric() {
+		seconds[controllerOf(m)] += m.GetHistogram().GetSampleSum()
+	}
+	return count, seconds
+}
+
+func controllerOf(m *dto.Metric) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == "controller" {
+			return l.GetValue()
 		}
 	}
-	return byController
+	return ""
 }
 
 func total(m map[string]float64) float64 {

@@ -88,11 +88,12 @@ type Steady struct {
 	RunWrites map[string]float64 `json:"runWrites"`
 	// RunReconciles are the manager's reconciles by controller over the same time
 	// (controller_runtime_reconcile_total).
-	RunReconciles  map[string]float64 `json:"runReconciles"`
-	RSSMiB         float64            `json:"rssMiB"`
-	PeakRSSMiB     float64            `json:"peakRSSMiB"`
-	CPUSeconds     float64            `json:"cpuSeconds"`
-	IdleCPUSeconds float64            `json:"idleCPUSeconds"`
+	RunReconciles       map[string]float64 `json:"runReconciles"`
+	RunReconcileSeconds map[string]float64 `json:"runReconcileSeconds"`
+	RSSMiB              float64            `json:"rssMiB"`
+	PeakRSSMiB          float64            `json:"peakRSSMiB"`
+	CPUSeconds          float64            `json:"cpuSeconds"`
+	IdleCPUSeconds      float64            `json:"idleCPUSeconds"`
 	// Histogram is cf_hnc_space_build_ready_seconds as the manager reports it.
 	HistogramCount       uint64  `json:"histogramCount"`
 	HistogramMeanSeconds float64 `json:"histogramMeanSeconds"`

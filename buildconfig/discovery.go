@@ -118,7 +118,8 @@ func (d *Discovery) observeBuilders(ctx context.Context, in *inputs, namespace s
 }
 
 // observeUnpropagated adds the Secrets and ServiceAccounts placed in an ancestor that have no
-// copy in the space, and finds out whether an object of the space's own stands in the way.
+// copy in the space, and, for one that HNC refuses to propagate, whether an object of the
+// space's own stands in the way.
 func (d *Discovery) observeUnpropagated(ctx context.Context, in *inputs, ancestor string) error {
 	secrets, err := d.secrets(ctx, ancestor)
 	if err != nil {
@@ -156,8 +157,13 @@ func (d *Discovery) observeUnpropagated(ctx context.Context, in *inputs, ancesto
 		}
 		u := unpropagated{kind: kind, name: source.GetName(), from: ancestor,
 			blocked: source.GetAnnotations()[PropagationBlockedAnnotation]}
-		if u.conflicting, err = d.exists(ctx, kind, in.ancestry.namespace, source.GetName()); err != nil {
-			return err
+		// Only a refused source can have an object of the space in its way: HNC refuses to mark
+		// a source that would overwrite one, and overwrites one made after. Looking for it
+		// otherwise would cost an uncached read for every copy still on its way.
+		if u.blocked != "" {
+			if u.conflicting, err = d.exists(ctx, kind, in.ancestry.namespace, source.GetName()); err != nil {
+				return err
+			}
 		}
 		in.unpropagated = append(in.unpropagated, u)
 	}

@@ -33,9 +33,18 @@ var _ = Describe("Orgs and spaces that build", func() {
 		Expect(s.Status.Build.Builder.ClusterBuilder).To(Equal(root + "." + controlplane.DefaultBuilder))
 		Expect(s.Status.Build.DropletRepositoryPrefix).To(Equal(cp.Kpack().Registry.Host() + "/" + org + "/" + space))
 		Expect(s.Status.Build.ServiceAccount).To(Equal(&cfv1alpha1.PlacedObject{Name: "cf-build-org", From: org}))
+
+		By("BuildReady turning False and True again without a write to the space namespace")
 		ns := &corev1.Namespace{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
-		Expect(ns.Labels).To(HaveKeyWithValue(cfv1alpha1.BuildReadyLabel, "true"))
+		labelled := ns.ResourceVersion
+		Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "cf-registry-org"}})).To(Succeed())
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionFalse))
+		placeOrgCredentials(ctx, org)
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
+		Expect(ns.ResourceVersion).To(Equal(labelled),
+			"HNC reconciles every propagated object of the tree again on each change of a namespace")
 	})
 
 	It("pushes the root's default Builder with credentials outside HNC's tree, which HNC never sends to a space", Label(localLabel), func(ctx SpecContext) {

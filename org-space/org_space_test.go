@@ -34,7 +34,6 @@ var _ = Describe("Orgs and spaces", func() {
 		Expect(spaceNS.Labels).To(HaveKeyWithValue(cfv1alpha1.OrgGUIDLabel, org.Name))
 		Expect(spaceNS.Labels).To(HaveKeyWithValue(org.Name+".tree.hnc.x-k8s.io/depth", "1"))
 		Expect(spaceNS.Labels).To(HaveKeyWithValue(root+".tree.hnc.x-k8s.io/depth", "2"))
-		Expect(spaceNS.Labels).To(HaveKeyWithValue(cfv1alpha1.BuildReadyLabel, "false"))
 		Expect(spaceNS.Annotations).To(HaveKeyWithValue(cfv1alpha1.SpaceNameAnnotation, "dev"))
 	})
 

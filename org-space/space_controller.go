@@ -3,7 +3,6 @@ package orgspace
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
@@ -59,7 +58,7 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	}
 	if !space.DeletionTimestamp.IsZero() {
 		r.buildReady.Forget(space.UID)
-		return spaceNamespace(space, nil).finishDeletion(ctx, r.client, r.recorder, space)
+		return spaceNamespace(space).finishDeletion(ctx, r.client, r.recorder, space)
 	}
 	if err := addFinalizer(ctx, r.client, space); err != nil {
 		return ctrl.Result{}, err
@@ -81,10 +80,10 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	buildReady := metav1.Condition{Type: cfv1alpha1.BuildReadyCondition, Status: metav1.ConditionFalse,
 		Reason: cfv1alpha1.NamespaceNotReadyReason, Message: "the space namespace is not ready"}
 	if ns != nil {
-		if space.Status.Build, buildReady, err = r.discovery.Resolve(ctx, ns); err != nil {
+		if err := spaceNamespace(space).label(ctx, r.client, ns); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := spaceNamespace(space, &buildReady).label(ctx, r.client, ns); err != nil {
+		if space.Status.Build, buildReady, err = r.discovery.Resolve(ctx, ns); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -119,37 +118,37 @@ func (r *SpaceReconciler) reconcileNamespace(ctx context.Context, space *cfv1alp
 		return notReady(cfv1alpha1.DuplicateNameReason,
 			"space %s of this org already has the name %q", owner.Name, space.Spec.DisplayName), nil, nil
 	}
-	return spaceNamespace(space, nil).ensure(ctx, r.client)
+	return spaceNamespace(space).ensure(ctx, r.client)
 }
 
-// spaceNamespace is the space's namespace with its labels; with the BuildReady condition, also
-// the build-ready label, so that `kubectl get ns -l workloads.cloudfoundry.org/build-ready=false`
-// finds the spaces that cannot build.
-func spaceNamespace(space *cfv1alpha1.CFSpace, buildReady *metav1.Condition) subnamespace {
-	labels := map[string]string{
-		cfv1alpha1.OrgGUIDLabel:   space.Namespace,
-		cfv1alpha1.SpaceGUIDLabel: space.Name,
-	}
-	if buildReady != nil {
-		labels[cfv1alpha1.BuildReadyLabel] = strconv.FormatBool(buildReady.Status == metav1.ConditionTrue)
-	}
+// spaceNamespace is the space's namespace with its labels. BuildReady is not among them: on
+// every change of a namespace, HNC v1.1.0 reconciles each propagated object of its ancestors
+// in every namespace below them (ADR 9), so a label that followed BuildReady would cost that
+// each time it flipped.
+func spaceNamespace(space *cfv1alpha1.CFSpace) subnamespace {
 	return subnamespace{
-		parent:      space.Namespace,
-		name:        space.Name,
-		labels:      labels,
+		parent: space.Namespace,
+		name:   space.Name,
+		labels: map[string]string{
+			cfv1alpha1.OrgGUIDLabel:   space.Namespace,
+			cfv1alpha1.SpaceGUIDLabel: space.Name,
+		},
 		annotations: map[string]string{cfv1alpha1.SpaceNameAnnotation: space.Spec.DisplayName},
 	}
 }
 
-// SetupWithManager registers the reconciler: it runs for CFSpaces, for anchors in org
-// namespaces, for space namespaces, for the org (a space waits for it), for every object that
-// the build configuration is resolved from (in the space, or above it for every space below),
-// and for the ClusterBuilders made from default Builders placed above.
+// SetupWithManager registers the reconciler: it runs for CFSpaces (not for their status), for
+// anchors in org namespaces, for space namespaces, for the org (a space waits for it), for
+// every object that the build configuration is resolved from (in the space, or above it for
+// every space below), and for the ClusterBuilders made from default Builders placed above.
 func (r *SpaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	notInRoot := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() != r.root })
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("cfspace").
-		For(&cfv1alpha1.CFSpace{}).
+		// Not for a change of status alone: that is this reconciler's own write, and would
+		// reconcile every space once more for each status it reports.
+		For(&cfv1alpha1.CFSpace{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		Watches(&hncv1alpha2.SubnamespaceAnchor{}, handler.EnqueueRequestsFromMapFunc(sameName),
 			builder.WithPredicates(notInRoot)).

@@ -18,10 +18,6 @@ const (
 	OrgGUIDLabel = "workloads.cloudfoundry.org/org-guid"
 	// SpaceGUIDLabel is on space namespaces: the GUID of the space.
 	SpaceGUIDLabel = "workloads.cloudfoundry.org/space-guid"
-	// BuildReadyLabel is on space namespaces: "true" when the space can build, else "false",
-	// so that `kubectl get ns -l workloads.cloudfoundry.org/build-ready=false` lists the spaces
-	// that need an operator.
-	BuildReadyLabel = "workloads.cloudfoundry.org/build-ready"
 	// OrgNameAnnotation is on org namespaces: the org's display name.
 	OrgNameAnnotation = "workloads.cloudfoundry.org/org-name"
 	// SpaceNameAnnotation is on space namespaces: the space's display name.

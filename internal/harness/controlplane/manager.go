@@ -22,6 +22,7 @@ var outOfClusterFlags = []string{
 	"webhook-port",              // a free loopback port instead of 9443
 	"webhook-cert-dir",          // where the control plane copies the Secret, not the volume's path
 	"cert-extra-dns-names",      // localhost: the apiserver calls the webhooks there
+	"leader-election-identity",  // the process's name instead of the pod's
 }
 
 // StartManager starts the cf-hnc manager process, or starts it again after StopManager, and
@@ -98,6 +99,7 @@ func (cp *ControlPlane) startManagerProcess(ctx context.Context, name string, we
 		"webhook-port":              fmt.Sprint(webhookPort),
 		"webhook-cert-dir":          certDir,
 		"cert-extra-dns-names":      "localhost",
+		"leader-election-identity":  name,
 	}, outOfClusterFlags)
 	if err != nil {
 		return nil, err
