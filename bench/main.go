@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
@@ -32,6 +33,7 @@ import (
 type config struct {
 	orgs, spaces int
 	quiet        int
+	apps         int
 	workers      int
 	idle         time.Duration
 	timeout      time.Duration
@@ -44,6 +46,7 @@ func main() {
 	flag.IntVar(&cfg.orgs, "orgs", 10, "Orgs to create.")
 	flag.IntVar(&cfg.spaces, "spaces", 100, "Spaces per org.")
 	flag.IntVar(&cfg.quiet, "quiet", 20, "New spaces created one at a time once every space is there, for the quiet latency.")
+	flag.IntVar(&cfg.apps, "apps", 100, "Apps pushed across the orgs before the stack fix, which rebases them.")
 	flag.IntVar(&cfg.workers, "workers", 10, "Clients creating objects at once in the bulk phases (the same for every system).")
 	flag.DurationVar(&cfg.idle, "idle", time.Minute, "How long the steady state is watched for writes.")
 	flag.DurationVar(&cfg.timeout, "timeout", time.Hour, "The whole run stops after this long.")
@@ -84,6 +87,7 @@ func run(ctx context.Context, cfg config, command string) error {
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
+		StandInKubelet:    true,
 		DefaultBuilder:    true,
 		Manager:           manager,
 	})
@@ -110,6 +114,7 @@ func run(ctx context.Context, cfg config, command string) error {
 		{phaseStackNoSpaces, func(ctx context.Context, r *Results) error { return b.stackFix(ctx, &r.StackNoSpaces) }},
 		{phaseCFHNC, b.cfhnc},
 		{phaseRotation, b.rotation},
+		{phaseApps, b.deployApps},
 		{phaseStack, func(ctx context.Context, r *Results) error { return b.stackFix(ctx, &r.Stack) }},
 		{phaseSteady, b.steady},
 		{phaseRestart, b.restart},
@@ -140,7 +145,8 @@ const (
 	phaseStackNoSpaces = "stack fix with no space"
 	phaseCFHNC         = "cf-hnc: orgs, bulk spaces, quiet spaces"
 	phaseRotation      = "rotation"
-	phaseStack         = "stack fix with every space"
+	phaseApps          = "apps pushed, each running its droplet"
+	phaseStack         = "stack fix with every space and app"
 	phaseSteady        = "steady state"
 	phaseRestart       = "manager restart"
 )
@@ -187,6 +193,8 @@ type bench struct {
 	// orgs are the cf-hnc orgs' GUIDs, and spaces their spaces' GUIDs by org.
 	orgs   []string
 	spaces map[string][]string
+	// apps were pushed before the stack fix.
+	apps []*cfv1alpha1.CFApp
 }
 
 // machineOf describes where the run happened.

@@ -76,7 +76,10 @@ func markdown(r *Results, png string) string {
 		fmt.Sprintf("%d (all repositories: %d) with %d spaces", r.Stack.BuilderManifests, r.Stack.AllManifests, r.Stack.Spaces),
 		fmt.Sprintf("%d (all: %d) with %d spaces", r.StackNoSpaces.BuilderManifests, r.StackNoSpaces.AllManifests, r.StackNoSpaces.Spaces),
 		"independent of the number of spaces", is(r.Stack.BuilderManifests > 0 && r.Stack.BuilderManifests == r.StackNoSpaces.BuilderManifests))
-	row("apps", "stack fix → 100 deployed apps on rebased droplets", "not measured", "", "≤ 60 s", nil)
+	row(phaseApps, fmt.Sprintf("%d apps pushed across the orgs, each running its droplet", r.Apps.Count),
+		fmt.Sprintf("%.1f s", r.Apps.DeploySeconds), "", "", nil)
+	row(phaseStack, fmt.Sprintf("stack fix → %d deployed apps on rebased droplets, UpToDate", r.Stack.Apps),
+		fmt.Sprintf("%.1f s", r.Stack.AppsSeconds), "", "≤ 60 s", is(r.Stack.Apps > 0 && r.Stack.AppsSeconds <= 60))
 	row(phaseSteady, fmt.Sprintf("writes by cf-hnc per minute, %d idle spaces", n), fmt.Sprintf("%.1f", r.Steady.WritesPerMinute), "", "0",
 		is(r.Steady.IdleSeconds > 0 && r.Steady.WritesPerMinute == 0))
 	row(phaseSteady, "manager memory (RSS now / peak)", fmt.Sprintf("%.0f / %.0f MiB", r.Steady.RSSMiB, r.Steady.PeakRSSMiB), "", "≤ 64 MiB",

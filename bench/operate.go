@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +101,7 @@ func (b *bench) changeSecret(ctx context.Context, secretKey client.ObjectKey, sp
 
 // stackFix publishes a new run image and points the ClusterStack at it, as an operator does
 // for a base-image CVE, and measures until every default ClusterBuilder is on it, counting the
-// manifests kpack pushed meanwhile.
+// builder manifests kpack pushed meanwhile, then until every app runs a droplet rebased on it.
 func (b *bench) stackFix(ctx context.Context, fix *StackFix) error {
 	reg := b.cp.Kpack().Registry
 	for _, spaces := range b.spaces {
@@ -132,6 +133,15 @@ func (b *bench) stackFix(ctx context.Context, fix *StackFix) error {
 	}
 	fix.Seconds = time.Since(start).Seconds()
 	fix.BuilderManifests = reg.ManifestsPushed(controlplane.BuilderRepository) - builderManifests
+	if len(b.apps) > 0 {
+		err = b.seen.wait(ctx, 10*time.Minute, "every app on a rebased droplet", func() bool {
+			return !slices.ContainsFunc(b.apps, func(app *cfv1alpha1.CFApp) bool { return !b.runs(ctx, app, runImage.Digest) })
+		})
+		if err != nil {
+			return err
+		}
+		fix.Apps, fix.AppsSeconds = len(b.apps), time.Since(start).Seconds()
+	}
 	fix.AllManifests = reg.ManifestsPushed("") - allManifests
 	return nil
 }

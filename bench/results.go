@@ -36,6 +36,7 @@ type Results struct {
 	Rotation      []Rotation `json:"rotation"`
 	StackNoSpaces StackFix   `json:"stackNoSpaces"`
 	Stack         StackFix   `json:"stack"`
+	Apps          Apps       `json:"apps"`
 	Steady        Steady     `json:"steady"`
 	// RollingUpdate stops the manager as a Deployment's rollout does (SIGTERM: it releases its
 	// lease); Crash kills it (SIGKILL: its successor waits for the lease to expire).
@@ -77,6 +78,15 @@ type StackFix struct {
 	// BuilderManifests were pushed below the builder repository; AllManifests anywhere.
 	BuilderManifests int `json:"builderManifests"`
 	AllManifests     int `json:"allManifests"`
+	// Apps ran a droplet rebased on the new run image, and UpToDate, AppsSeconds after the fix.
+	Apps        int     `json:"apps"`
+	AppsSeconds float64 `json:"appsSeconds"`
+}
+
+// Apps are the apps pushed before the stack fix, and how long pushing them all took.
+type Apps struct {
+	Count         int     `json:"count"`
+	DeploySeconds float64 `json:"deploySeconds"`
 }
 
 // Steady is the manager with every space idle, and its cost over the run.

@@ -117,6 +117,19 @@ var _ = Describe("Faults", Label("faults"), func() {
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(cfOrg), cfOrg) }).Should(BeNotFound())
 	})
 
+	It("takes the lease back at once when the manager is killed and starts again in its pod", func(ctx SpecContext) {
+		DeferCleanup(restartManager)
+		before := managerLease(ctx)
+		cp.KillManager()
+		Expect(cp.StartManager(ctx)).To(Succeed())
+
+		createOrg(ctx, "restarted-"+string(uuid.NewUUID())[:8]) // Ready: the restarted manager leads
+		after := managerLease(ctx)
+		Expect(*after.Spec.HolderIdentity).To(Equal(*before.Spec.HolderIdentity), "the same pod holds it under the same name")
+		Expect(*after.Spec.LeaseTransitions).To(Equal(*before.Spec.LeaseTransitions),
+			"renewed by its holder, not taken over once the old lease expired")
+	})
+
 	It("lets an administrator remove a finalizer while the manager is down", func(ctx SpecContext) {
 		DeferCleanup(restartManager)
 		org := createOrg(ctx, "stuck-"+string(uuid.NewUUID())[:8])

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+)
+
+// appSource is a Go app, as `cf push` uploads its bits.
+var appSource = map[string]string{"Procfile": "web: ./app\n", "main.go": "package main\n"}
+
+// deployApps pushes the apps, spread over the orgs and their spaces, and waits until each runs
+// the droplet of its build, as `cf push` leaves an app: what a stack fix then has to rebase.
+func (b *bench) deployApps(ctx context.Context, r *Results) error {
+	start := time.Now()
+	b.apps = make([]*cfv1alpha1.CFApp, b.cfg.apps)
+	err := parallel(ctx, b.cfg.workers, b.cfg.apps, func(ctx context.Context, i int) error {
+		org := b.orgs[i%len(b.orgs)]
+		spaces := b.spaces[org]
+		app, err := b.deployApp(ctx, org, spaces[(i/len(b.orgs))%len(spaces)])
+		b.apps[i] = app
+		return err
+	})
+	r.Apps = Apps{Count: b.cfg.apps, DeploySeconds: time.Since(start).Seconds()}
+	return err
+}
+
+// deployApp creates an app, uploads its source, stages it and sets its droplet.
+func (b *bench) deployApp(ctx context.Context, org, space string) (*cfv1alpha1.CFApp, error) {
+	app := &cfv1alpha1.CFApp{
+		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+		Spec: cfv1alpha1.CFAppSpec{DisplayName: "app", DesiredState: cfv1alpha1.StartedState,
+			Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
+	}
+	if err := b.k8s.Create(ctx, app); err != nil {
+		return nil, err
+	}
+	source, err := b.uploadSource(org)
+	if err != nil {
+		return nil, err
+	}
+	pkg := &cfv1alpha1.CFPackage{
+		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+		Spec: cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: app.Name},
+			Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{Image: source,
+				ImagePullSecrets: []corev1.LocalObjectReference{{Name: orgSecret}}}}},
+	}
+	build := &cfv1alpha1.CFBuild{
+		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+		Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: app.Name},
+			PackageRef: corev1.LocalObjectReference{Name: pkg.Name}, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
+	}
+	for _, obj := range []client.Object{pkg, build} {
+		if err := b.k8s.Create(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.seen.wait(ctx, 5*time.Minute, "build "+build.Name+" succeeded", func() bool {
+		return b.k8s.Get(ctx, client.ObjectKeyFromObject(build), build) == nil &&
+			meta.IsStatusConditionTrue(build.Status.Conditions, cfv1alpha1.SucceededCondition)
+	}); err != nil {
+		return nil, err
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := b.k8s.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
+			return err
+		}
+		app.Spec.CurrentDropletRef.Name = build.Name
+		return b.k8s.Update(ctx, app)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return app, b.seen.wait(ctx, 2*time.Minute, "app "+app.Name+" on its droplet", func() bool {
+		return b.runs(ctx, app, "")
+	})
+}
+
+// runs says whether the app runs a droplet that is up to date, on the run image whose digest
+// is given, if one is.
+func (b *bench) runs(ctx context.Context, app *cfv1alpha1.CFApp, runImageDigest string) bool {
+	if b.k8s.Get(ctx, client.ObjectKeyFromObject(app), app) != nil {
+		return false
+	}
+	current := meta.FindStatusCondition(app.Status.Conditions, cfv1alpha1.DropletCurrentCondition)
+	if current == nil || current.Reason != cfv1alpha1.UpToDateReason || current.ObservedGeneration != app.Generation {
+		return false
+	}
+	return runImageDigest == "" || app.Status.Droplet != nil && strings.HasSuffix(app.Status.Droplet.RunImage, "@"+runImageDigest)
+}
+
+// uploadSource pushes the app's source with the org's registry account, as the CF API does
+// with uploaded bits, and returns its reference.
+func (b *bench) uploadSource(org string) (string, error) {
+	var source bytes.Buffer
+	w := tar.NewWriter(&source)
+	for file, content := range appSource {
+		if err := w.WriteHeader(&tar.Header{Name: file, Mode: 0o644, Size: int64(len(content))}); err != nil {
+			return "", err
+		}
+		if _, err := w.Write([]byte(content)); err != nil {
+			return "", err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	layer, err := tarball.LayerFromReader(bytes.NewReader(source.Bytes()))
+	if err != nil {
+		return "", err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return "", err
+	}
+	account := controlplane.OrgsRepository + "/" + org
+	ref, err := name.ParseReference(fmt.Sprintf("%s/%s/packages/%s", b.cp.Kpack().Registry.Host(), account, uuid.NewUUID()))
+	if err != nil {
+		return "", err
+	}
+	auth := &authn.Basic{Username: account, Password: b.cp.Kpack().TenantPassword}
+	return ref.String(), remote.Write(ref, img, remote.WithAuth(auth))
+}
