@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -97,22 +97,12 @@ func markdown(r *Results, png string) string {
 	fmt.Fprintf(&b, "\nThe manager's own histogram `cf_hnc_space_build_ready_seconds` (from creationTimestamp, whole seconds)\n")
 	fmt.Fprintf(&b, "observed %d spaces, mean %.2f s.\n\n", r.Steady.HistogramCount, r.Steady.HistogramMeanSeconds)
 	fmt.Fprintf(&b, "cf-hnc's writes over the run, until the quiet minute (`cf_hnc_api_writes_total`):\n\n| verb | kind | writes |\n| --- | --- | --- |\n")
-	keys := make([]string, 0, len(r.Steady.RunWrites))
-	for k := range r.Steady.RunWrites {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(r.Steady.RunWrites)) {
 		verb, kind, _ := strings.Cut(k, " ")
 		fmt.Fprintf(&b, "| %s | %s | %.0f |\n", verb, kind, r.Steady.RunWrites[k])
 	}
 	fmt.Fprintf(&b, "\nThe manager's reconciles over the same time (`controller_runtime_reconcile_total`, `_time_seconds`):\n\n| controller | reconciles | seconds in all |\n| --- | --- | --- |\n")
-	controllers := make([]string, 0, len(r.Steady.RunReconciles))
-	for c := range r.Steady.RunReconciles {
-		controllers = append(controllers, c)
-	}
-	sort.Strings(controllers)
-	for _, c := range controllers {
+	for _, c := range slices.Sorted(maps.Keys(r.Steady.RunReconciles)) {
 		fmt.Fprintf(&b, "| %s | %.0f | %.1f |\n", c, r.Steady.RunReconciles[c], r.Steady.RunReconcileSeconds[c])
 	}
 	fmt.Fprintf(&b, "\n![latency distributions](%s)\n\n", png)

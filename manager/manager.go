@@ -38,20 +38,28 @@ type Config struct {
 }
 
 // Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
-// and ServiceAccounts are cached, not every Secret of the cluster, and only kpack's build pods.
+// and ServiceAccounts are cached, not every Secret of the cluster, only kpack's build pods,
+// and no managed fields but those of Secrets and ServiceAccounts.
 // The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
 // benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
 func Options() ctrl.Options {
 	return ctrl.Options{
 		Scheme:    cfscheme.New(),
 		NewClient: metrics.NewCountingClient,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:         {Label: buildconfig.Selector},
-			&corev1.ServiceAccount{}: {Label: buildconfig.Selector},
-			&corev1.Pod{}:            {Label: builders.BuildPodSelector},
-		}},
+		Cache: cache.Options{
+			// Managed fields are most of a namespace's or a CFSpace's size, and nothing reads
+			// them, but the propagation reconciler on Secrets and ServiceAccounts.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}:         {Label: buildconfig.Selector, Transform: keepAll},
+				&corev1.ServiceAccount{}: {Label: buildconfig.Selector, Transform: keepAll},
+				&corev1.Pod{}:            {Label: builders.BuildPodSelector},
+			},
+		},
 	}
 }
+
+func keepAll(obj any) (any, error) { return obj, nil }
 
 // Leader election: the lease and the events about it, in the manager's own namespace.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=cf-hnc-system,resources=leases,verbs=get;list;watch;create;update;patch;delete

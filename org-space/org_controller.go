@@ -34,9 +34,9 @@ func NewOrgReconciler(c client.Client, recorder events.EventRecorder, root strin
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs/status;cforgs/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=hnc.x-k8s.io,resources=subnamespaceanchors,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=hnc.x-k8s.io,resources=subnamespaceanchors,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hnc.x-k8s.io,resources=hierarchyconfigurations,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile makes the org's namespace exist with its labels, or deletes it with its spaces.
@@ -73,19 +73,15 @@ func (r *OrgReconciler) reconcileNamespace(ctx context.Context, org *cfv1alpha1.
 		return notReady(cfv1alpha1.InvalidNameReason, "name %q names the org's namespace: %s", org.Name, invalid), nil
 	}
 	orgs := &cfv1alpha1.CFOrgList{}
-	if err := r.client.List(ctx, orgs, client.InNamespace(r.root)); err != nil {
+	if err := r.client.List(ctx, orgs, client.InNamespace(r.root), client.UnsafeDisableDeepCopy); err != nil {
 		return metav1.Condition{}, err
 	}
 	if owner := cfv1alpha1.DisplayNameOwner(orgs.Items, org.Spec.DisplayName); owner != nil && owner.Name != org.Name {
 		return notReady(cfv1alpha1.DuplicateNameReason,
 			"org %s already has the name %q", owner.Name, org.Spec.DisplayName), nil
 	}
-	sub := orgNamespace(org)
-	ready, ns, err := sub.ensure(ctx, r.client)
-	if err != nil || ns == nil {
-		return ready, err
-	}
-	return ready, sub.label(ctx, r.client, ns)
+	ready, _, err := orgNamespace(org).ensure(ctx, r.client)
+	return ready, err
 }
 
 // reconcileDelete lets HNC delete the org's namespace with its spaces, then releases the org.

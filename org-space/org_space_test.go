@@ -37,6 +37,22 @@ var _ = Describe("Orgs and spaces", func() {
 		Expect(spaceNS.Annotations).To(HaveKeyWithValue(cfv1alpha1.SpaceNameAnnotation, "dev"))
 	})
 
+	It("leaves writing the namespaces to HNC, which puts their GUID labels back when somebody changes them", func(ctx SpecContext) {
+		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+		space := createSpace(ctx, org.Name, "dev")
+
+		for _, ns := range []*corev1.Namespace{namespace(ctx, org.Name), namespace(ctx, space.Name)} {
+			for _, entry := range ns.ManagedFields {
+				Expect(entry.Manager).NotTo(HavePrefix("cf-hnc"), "namespace %s: HNC re-syncs the tree on every change of one", ns.Name)
+			}
+		}
+		spaceNS := namespace(ctx, space.Name)
+		spaceNS.Labels[cfv1alpha1.SpaceGUIDLabel] = "another-space"
+		Expect(k8s.Update(ctx, spaceNS)).To(Succeed())
+		Eventually(func() map[string]string { return namespace(ctx, space.Name).Labels }).
+			Should(HaveKeyWithValue(cfv1alpha1.SpaceGUIDLabel, space.Name))
+	})
+
 	It("follows a space's rename on its namespace", func(ctx SpecContext) {
 		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
 		space := createSpace(ctx, org.Name, "dev")

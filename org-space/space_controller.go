@@ -80,9 +80,6 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	buildReady := metav1.Condition{Type: cfv1alpha1.BuildReadyCondition, Status: metav1.ConditionFalse,
 		Reason: cfv1alpha1.NamespaceNotReadyReason, Message: "the space namespace is not ready"}
 	if ns != nil {
-		if err := spaceNamespace(space).label(ctx, r.client, ns); err != nil {
-			return ctrl.Result{}, err
-		}
 		if space.Status.Build, buildReady, err = r.discovery.Resolve(ctx, ns); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -111,7 +108,8 @@ func (r *SpaceReconciler) reconcileNamespace(ctx context.Context, space *cfv1alp
 		return notReady(cfv1alpha1.InvalidNameReason, "name %q names the space's namespace: %s", space.Name, invalid), nil, nil
 	}
 	spaces := &cfv1alpha1.CFSpaceList{}
-	if err := r.client.List(ctx, spaces, client.InNamespace(space.Namespace)); err != nil {
+	// Read only, and once per reconcile of every space: the cache's own objects, not copies.
+	if err := r.client.List(ctx, spaces, client.InNamespace(space.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return metav1.Condition{}, nil, err
 	}
 	if owner := cfv1alpha1.DisplayNameOwner(spaces.Items, space.Spec.DisplayName); owner != nil && owner.Name != space.Name {
@@ -121,10 +119,10 @@ func (r *SpaceReconciler) reconcileNamespace(ctx context.Context, space *cfv1alp
 	return spaceNamespace(space).ensure(ctx, r.client)
 }
 
-// spaceNamespace is the space's namespace with its labels. BuildReady is not among them: on
-// every change of a namespace, HNC v1.1.0 reconciles each propagated object of its ancestors
-// in every namespace below them (ADR 9), so a label that followed BuildReady would cost that
-// each time it flipped.
+// spaceNamespace is the space's namespace with its labels, which never change. BuildReady is
+// not among them: on every change of a namespace, HNC v1.1.0 reconciles each propagated object
+// of its ancestors in every namespace below them (ADR 9), so a label that followed BuildReady
+// would cost that each time it flipped.
 func spaceNamespace(space *cfv1alpha1.CFSpace) subnamespace {
 	return subnamespace{
 		parent: space.Namespace,
@@ -192,7 +190,8 @@ func (r *SpaceReconciler) spacesAtOrBelow(ctx context.Context, o client.Object) 
 // spacesBelow maps a namespace to the spaces below it, found by HNC's tree labels.
 func (r *SpaceReconciler) spacesBelow(ctx context.Context, namespace string) []ctrl.Request {
 	namespaces := &corev1.NamespaceList{}
-	if err := r.client.List(ctx, namespaces, client.HasLabels{namespace + hncv1alpha2.LabelTreeDepthSuffix, cfv1alpha1.SpaceGUIDLabel}); err != nil {
+	if err := r.client.List(ctx, namespaces, client.HasLabels{namespace + hncv1alpha2.LabelTreeDepthSuffix, cfv1alpha1.SpaceGUIDLabel},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var requests []ctrl.Request

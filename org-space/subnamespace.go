@@ -9,13 +9,15 @@ package orgspace
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +41,12 @@ const deletionPoll = 5 * time.Second
 const operatorRecheck = time.Minute
 
 // subnamespace is what orgs and spaces share: a namespace that HNC makes from an anchor in
-// the parent namespace, and the labels and annotations cf-hnc keeps on it.
+// the parent namespace, with the labels and annotations that cf-hnc asks for on the anchor.
+// HNC puts them on the namespace (and on every namespace below it) in the same write as its
+// tree labels: cf-hnc never writes the namespace itself, since HNC re-syncs the tree on every
+// change of one (ADR 9). HNC runs with --managed-namespace-label and
+// --managed-namespace-annotation for these keys (config/hnc), and puts them back when anybody
+// changes them on the namespace.
 type subnamespace struct {
 	parent      string
 	name        string
@@ -47,15 +54,21 @@ type subnamespace struct {
 	annotations map[string]string
 }
 
-// ensure creates the anchor if it is missing and returns the Ready condition: True once HNC
-// made the namespace and placed it in the tree (its tree labels, which discovery reads, are
-// set a moment after the anchor turns Ok), with that namespace. Nothing is written when the
-// anchor exists.
+// ensure creates the anchor if it is missing, keeps the labels and annotations it asks for,
+// and returns the Ready condition: True once HNC made the namespace, placed it in the tree
+// and labelled it (discovery reads the tree labels, everything else the GUID labels), with
+// that namespace.
 func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condition, *corev1.Namespace, error) {
 	anchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: s.parent, Name: s.name}}
 	err := c.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
+		anchor.Spec = s.anchorSpec()
 		err = c.Create(ctx, anchor, fieldOwner)
+	case err == nil && !equality.Semantic.DeepEqual(anchor.Spec, s.anchorSpec()):
+		patch := client.MergeFrom(anchor.DeepCopy())
+		anchor.Spec = s.anchorSpec()
+		err = c.Patch(ctx, anchor, patch, fieldOwner)
 	}
 	// HNC's webhook refuses an anchor for a namespace that exists already, or in a namespace
 	// that may have no subnamespaces: states to report, not errors to retry.
@@ -67,6 +80,8 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 		return notReady(cfv1alpha1.AnchorConflictReason, "%v", err), nil, nil
 	case apierrors.IsForbidden(err):
 		return notReady(cfv1alpha1.AnchorForbiddenReason, "%v", err), nil, nil
+	case apierrors.IsInvalid(err):
+		return notReady(cfv1alpha1.AnchorRefusedReason, "%v (HNC needs the managed label and annotation flags of config/hnc)", err), nil, nil
 	case err != nil:
 		return metav1.Condition{}, nil, fmt.Errorf("anchor %s/%s: %w", s.parent, s.name, err)
 	}
@@ -81,20 +96,23 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	if ns.Labels[s.parent+hncv1alpha2.LabelTreeDepthSuffix] != "1" {
 		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not placed namespace %s under %s yet", s.name, s.parent), nil, nil
 	}
+	if !isSubset(s.labels, ns.Labels) || !isSubset(s.annotations, ns.Annotations) {
+		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not put the labels and annotations of anchor %s/%s on the namespace yet", s.parent, s.name), nil, nil
+	}
 	return condition, ns, nil
 }
 
-// label keeps the namespace's labels and annotations, writing only when one differs. Call it
-// with every label of this field manager: one left out is removed.
-func (s subnamespace) label(ctx context.Context, c client.Client, ns *corev1.Namespace) error {
-	if isSubset(s.labels, ns.Labels) && isSubset(s.annotations, ns.Annotations) {
-		return nil
+// anchorSpec asks HNC for the subnamespace's labels and annotations, in a stable order.
+func (s subnamespace) anchorSpec() hncv1alpha2.SubnamespaceAnchorSpec {
+	return hncv1alpha2.SubnamespaceAnchorSpec{Labels: metaKVPs(s.labels), Annotations: metaKVPs(s.annotations)}
+}
+
+func metaKVPs(m map[string]string) []hncv1alpha2.MetaKVP {
+	var kvps []hncv1alpha2.MetaKVP
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kvps = append(kvps, hncv1alpha2.MetaKVP{Key: k, Value: m[k]})
 	}
-	intent := corev1ac.Namespace(s.name).WithLabels(s.labels).WithAnnotations(s.annotations)
-	if err := c.Apply(ctx, intent, fieldOwner, client.ForceOwnership); err != nil {
-		return fmt.Errorf("labelling namespace %s: %w", s.name, err)
-	}
-	return nil
+	return kvps
 }
 
 func isSubset(want, have map[string]string) bool {

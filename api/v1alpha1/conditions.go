@@ -23,10 +23,14 @@ const (
 	AnchorConflictReason  = "AnchorConflict"
 	AnchorForbiddenReason = "AnchorForbidden"
 	AnchorMissingReason   = "AnchorMissing"
-	DuplicateNameReason   = "DuplicateName"
-	WrongNamespaceReason  = "WrongNamespace"
-	DeletingReason        = "Deleting"
-	OrgNotReadyReason     = "OrgNotReady"
+	// AnchorRefusedReason: HNC refuses the anchor's labels or annotations, which it accepts
+	// only when it runs with the --managed-namespace-label and --managed-namespace-annotation
+	// flags of config/hnc.
+	AnchorRefusedReason  = "AnchorRefused"
+	DuplicateNameReason  = "DuplicateName"
+	WrongNamespaceReason = "WrongNamespace"
+	DeletingReason       = "Deleting"
+	OrgNotReadyReason    = "OrgNotReady"
 	// InvalidNameReason: the object's name cannot name what cf-hnc makes from it (a namespace,
 	// a kpack Image). Admission refuses such names; this reports one that got past it.
 	InvalidNameReason = "InvalidName"

@@ -58,6 +58,7 @@ func NeedsOperator(reason string) bool {
 	return slices.Contains([]string{
 		AnchorConflictReason,
 		AnchorForbiddenReason,
+		AnchorRefusedReason,
 		DuplicateNameReason,
 		WrongNamespaceReason,
 		InvalidNameReason,
