@@ -150,7 +150,8 @@ var _ = Describe("The deployed manager on the local control plane", Label(localL
 		}
 		Expect(differ).To(HaveKeyWithValue("webhook-host", "127.0.0.1"))
 		Expect(slices.Sorted(maps.Keys(differ))).To(Equal([]string{"cert-extra-dns-names", "health-probe-bind-address", "kubeconfig",
-			"metrics-bind-address", "webhook-cert-dir", "webhook-host", "webhook-port"}))
+			"leader-election-identity", "metrics-bind-address", "webhook-cert-dir", "webhook-host", "webhook-port"}))
+		Expect(deployed).To(ContainElement("--leader-election-identity=$(POD_NAME)"), "a pod holds the lease under its own name")
 		Expect(running).To(ContainElements("--leader-elect=true", "--cert-rotation=true", "--enable-webhooks=true"))
 	})
 

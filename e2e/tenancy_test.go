@@ -245,8 +245,13 @@ var _ = Describe("cf-hnc's manager", func() {
 		Expect(manager.Get(ctx, client.ObjectKey{Name: "default"}, outside)).To(Succeed(), "its ClusterRole lets it read namespaces")
 		original := outside.DeepCopy()
 		outside.Labels["workloads.cloudfoundry.org/org-guid"] = "taken-over"
-		Expect(manager.Patch(ctx, outside, client.MergeFrom(original))).To(And(BeForbidden(),
-			MatchError(ContainSubstring("cf-hnc writes only in the CF tree"))))
+		Expect(manager.Patch(ctx, outside, client.MergeFrom(original))).To(BeForbidden(), "it writes no namespace: HNC labels them")
+		serviceAccount := &corev1.ServiceAccount{}
+		Expect(manager.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, serviceAccount)).To(Succeed())
+		before := serviceAccount.DeepCopy()
+		serviceAccount.ImagePullSecrets = append(serviceAccount.ImagePullSecrets, corev1.LocalObjectReference{Name: "planted"})
+		Expect(manager.Patch(ctx, serviceAccount, client.MergeFrom(before))).To(And(BeForbidden(),
+			MatchError(ContainSubstring("cf-hnc writes only in the CF tree"))), "its ClusterRole lets it patch ServiceAccounts")
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "planted"}}
 		Expect(manager.Create(ctx, secret)).To(HaveOccurred())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(BeNotFound())
