@@ -252,10 +252,10 @@ func (b *bench) newSpace(ctx context.Context, org, guid, name string) (latency, 
 }
 
 // lastInput is when the last of what a space's BuildReady is computed from arrived: its
-// namespace, and HNC's copies of the org's Secret and ServiceAccount and of the root's Secret.
-// The ClusterBuilder is Ready before any space exists.
+// namespace as HNC placed it in the tree, and HNC's copies of the org's Secret and
+// ServiceAccount and of the root's Secret. The ClusterBuilder is Ready before any space exists.
 func (b *bench) lastInput(space string) (time.Time, bool) {
-	return b.seen.lastArrival(key("Namespace", "", space), key("Secret", space, orgSecret),
+	return b.seen.lastArrival(key(placedNamespace, "", space), key("Secret", space, orgSecret),
 		key("ServiceAccount", space, orgSA), key("Secret", space, rootSecret))
 }
 

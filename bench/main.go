@@ -38,6 +38,7 @@ type config struct {
 	idle         time.Duration
 	timeout      time.Duration
 	out, doc     string
+	from         string
 	manager      string
 }
 
@@ -52,6 +53,7 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", time.Hour, "The whole run stops after this long.")
 	flag.StringVar(&cfg.out, "out", ".local/bench", "Directory for the JSON and the log (and the PNG when there is no report).")
 	flag.StringVar(&cfg.doc, "doc", "docs/benchmarks.md", "Where to write the report, with its PNG beside it; empty for none.")
+	flag.StringVar(&cfg.from, "from", "", "Run nothing: write the report and the PNG again from this results.json of an earlier run.")
 	flag.StringVar(&cfg.manager, "manager", "bin/cf-hnc", "The cf-hnc manager binary (make build).")
 	flag.Parse()
 
@@ -59,7 +61,11 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	if err := run(ctx, cfg, strings.Join(append([]string{"go run ./bench"}, os.Args[1:]...), " ")); err != nil {
+	do := func() error { return run(ctx, cfg, strings.Join(append([]string{"go run ./bench"}, os.Args[1:]...), " ")) }
+	if cfg.from != "" {
+		do = func() error { return reportAgain(cfg) }
+	}
+	if err := do(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -178,6 +184,20 @@ func report(cfg config, r *Results) error {
 		return fmt.Errorf("%s", r.Failed)
 	}
 	return nil
+}
+
+// reportAgain writes the report of an earlier run from its results.json, as the run wrote it.
+func reportAgain(cfg config) error {
+	data, err := os.ReadFile(cfg.from)
+	if err != nil {
+		return err
+	}
+	r := &Results{}
+	if err := json.Unmarshal(data, r); err != nil {
+		return fmt.Errorf("%s: %w", cfg.from, err)
+	}
+	cfg.out = filepath.Dir(cfg.from)
+	return report(cfg, r)
 }
 
 func say(msg string) {

@@ -60,9 +60,13 @@ func observe(ctx context.Context, cfg *rest.Config) (*observer, error) {
 			AddFunc: func(obj any) {
 				if m, ok := obj.(metav1.Object); ok {
 					o.arrived(key(kind, m.GetNamespace(), m.GetName()))
+					o.placed(m)
 				}
 			},
 			UpdateFunc: func(before, after any) {
+				if m, ok := after.(metav1.Object); ok {
+					o.placed(m)
+				}
 				old, okOld := before.(*corev1.Secret)
 				current, ok := after.(*corev1.Secret)
 				if ok && okOld && !reflect.DeepEqual(old.Data, current.Data) {
@@ -103,6 +107,17 @@ func (o *observer) arrived(k string) {
 		o.seen[k] = now
 	}
 }
+
+// placed records when HNC placed a space's namespace in the tree: it writes the space's GUID
+// label, which cf-hnc asks for on the anchor, in the same write as its tree labels.
+func (o *observer) placed(obj metav1.Object) {
+	if ns, ok := obj.(*corev1.Namespace); ok && ns.Labels[cfv1alpha1.SpaceGUIDLabel] != "" {
+		o.arrived(key(placedNamespace, "", ns.Name))
+	}
+}
+
+// placedNamespace is the kind under which the observer records a placed space namespace.
+const placedNamespace = "PlacedNamespace"
 
 func (o *observer) changedData(k string) {
 	now := time.Now()
