@@ -55,9 +55,9 @@ type subnamespace struct {
 }
 
 // ensure creates the anchor if it is missing, keeps the labels and annotations it asks for,
-// and returns the Ready condition: True once HNC made the namespace, placed it in the tree
-// and labelled it (discovery reads the tree labels, everything else the GUID labels), with
-// that namespace.
+// and returns the Ready condition: True once HNC made the namespace from the anchor, placed it
+// in the tree and labelled it (discovery reads the tree labels, everything else the GUID
+// labels), with that namespace; the anchor's state only for a conflict or a refusal.
 func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condition, *corev1.Namespace, error) {
 	anchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: s.parent, Name: s.name}}
 	err := c.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)
@@ -86,12 +86,14 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 		return metav1.Condition{}, nil, fmt.Errorf("anchor %s/%s: %w", s.parent, s.name, err)
 	}
 	condition := anchorCondition(s.parent, s.name, anchor.Status.State)
-	if condition.Status != metav1.ConditionTrue {
+	if state := anchor.Status.State; state == hncv1alpha2.Conflict || state == hncv1alpha2.Forbidden {
 		return condition, nil, nil
 	}
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: s.name}, ns); err != nil {
-		return metav1.Condition{}, nil, err
+	// The namespace itself says when HNC has made and placed it: under load HNC's anchor
+	// reconciler reports Ok a minute after the namespace, its tree labels and the copies.
+	ns, err := s.namespace(ctx, c)
+	if ns == nil || err != nil {
+		return condition, nil, err
 	}
 	if ns.Labels[s.parent+hncv1alpha2.LabelTreeDepthSuffix] != "1" {
 		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not placed namespace %s under %s yet", s.name, s.parent), nil, nil
@@ -99,7 +101,7 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	if !isSubset(s.labels, ns.Labels) || !isSubset(s.annotations, ns.Annotations) {
 		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not put the labels and annotations of anchor %s/%s on the namespace yet", s.parent, s.name), nil, nil
 	}
-	return condition, ns, nil
+	return anchorCondition(s.parent, s.name, hncv1alpha2.Ok), ns, nil
 }
 
 // anchorSpec asks HNC for the subnamespace's labels and annotations, in a stable order.
