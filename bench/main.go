@@ -61,7 +61,9 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	do := func() error { return run(ctx, cfg, strings.Join(append([]string{"go run ./bench"}, os.Args[1:]...), " ")) }
+	do := func() error {
+		return run(ctx, cfg, strings.Join(append([]string{"go run ./bench"}, os.Args[1:]...), " "))
+	}
 	if cfg.from != "" {
 		do = func() error { return reportAgain(cfg) }
 	}
