@@ -1,19 +1,10 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +45,7 @@ func (b *bench) deployApp(ctx context.Context, org, space string) (*cfv1alpha1.C
 	if err := b.k8s.Create(ctx, app); err != nil {
 		return nil, err
 	}
-	source, err := b.uploadSource(org)
+	source, err := b.uploadSource(ctx, org)
 	if err != nil {
 		return nil, err
 	}
@@ -110,33 +101,7 @@ func (b *bench) runs(ctx context.Context, app *cfv1alpha1.CFApp, runImageDigest 
 
 // uploadSource pushes the app's source with the org's registry account, as the CF API does
 // with uploaded bits, and returns its reference.
-func (b *bench) uploadSource(org string) (string, error) {
-	var source bytes.Buffer
-	w := tar.NewWriter(&source)
-	for file, content := range appSource {
-		if err := w.WriteHeader(&tar.Header{Name: file, Mode: 0o644, Size: int64(len(content))}); err != nil {
-			return "", err
-		}
-		if _, err := w.Write([]byte(content)); err != nil {
-			return "", err
-		}
-	}
-	if err := w.Close(); err != nil {
-		return "", err
-	}
-	layer, err := tarball.LayerFromReader(bytes.NewReader(source.Bytes()))
-	if err != nil {
-		return "", err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return "", err
-	}
+func (b *bench) uploadSource(ctx context.Context, org string) (string, error) {
 	account := controlplane.OrgsRepository + "/" + org
-	ref, err := name.ParseReference(fmt.Sprintf("%s/%s/packages/%s", b.cp.Kpack().Registry.Host(), account, uuid.NewUUID()))
-	if err != nil {
-		return "", err
-	}
-	auth := &authn.Basic{Username: account, Password: b.cp.Kpack().TenantPassword}
-	return ref.String(), remote.Write(ref, img, remote.WithAuth(auth))
+	return b.cp.Kpack().Registry.PushSource(ctx, account+"/packages/"+string(uuid.NewUUID()), appSource, account, b.cp.Kpack().TenantPassword)
 }

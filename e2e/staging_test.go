@@ -1,17 +1,9 @@
 package e2e_test
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
@@ -272,23 +264,10 @@ func deployedAppOf(ctx SpecContext, org, space string, source map[string]string)
 // uploadSource pushes an app's source files with the org's credentials, as the CF API does
 // with uploaded bits, and returns its reference.
 func uploadSource(org string, files map[string]string) string {
-	var source bytes.Buffer
-	w := tar.NewWriter(&source)
-	for name, content := range files {
-		Expect(w.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content))})).To(Succeed())
-		_, err := w.Write([]byte(content))
-		Expect(err).NotTo(HaveOccurred())
-	}
-	Expect(w.Close()).To(Succeed())
-	layer, err := tarball.LayerFromReader(bytes.NewReader(source.Bytes()))
-	Expect(err).NotTo(HaveOccurred())
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	Expect(err).NotTo(HaveOccurred())
-	ref, err := name.ParseReference(cp.Kpack().Registry.Host() + "/" + org + "/packages/" + string(uuid.NewUUID()))
-	Expect(err).NotTo(HaveOccurred())
 	user, password := registryCredentials(org)
-	Expect(remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: user, Password: password}))).To(Succeed())
-	return ref.String()
+	ref, err := cp.Kpack().Registry.PushSource(context.Background(), org+"/packages/"+string(uuid.NewUUID()), files, user, password)
+	Expect(err).NotTo(HaveOccurred())
+	return ref
 }
 
 func setUpgradePolicy(ctx context.Context, org string, policy cfv1alpha1.BuildpackUpgradePolicy) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
 )
 
@@ -78,7 +79,7 @@ func (cp *ControlPlane) placeDefaultBuilder(ctx context.Context) error {
 // waitForDefaultClusterBuilder waits until kpack reports Ready the ClusterBuilder that the
 // manager made of the default Builder, so that builds start at once.
 func (cp *ControlPlane) waitForDefaultClusterBuilder(ctx context.Context) error {
-	clusterBuilder := &kpackv1alpha2.ClusterBuilder{ObjectMeta: metav1.ObjectMeta{Name: RootNamespace + "." + DefaultBuilder}}
+	clusterBuilder := &kpackv1alpha2.ClusterBuilder{ObjectMeta: metav1.ObjectMeta{Name: buildconfig.ClusterBuilderName(RootNamespace, DefaultBuilder)}}
 	return cp.kpack.controller.waitUntil(ctx, time.Minute, clusterBuilder.Name+" Ready", cp.kpackReady(clusterBuilder))
 }
 

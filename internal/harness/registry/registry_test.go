@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"io"
@@ -62,6 +63,32 @@ var _ = Describe("Registry", func() {
 		Expect(pulled.Digest()).To(Equal(must(pushed.Digest())))
 		layers := must(pulled.Layers())
 		Expect(io.ReadAll(must(layers[0].Compressed()))).NotTo(BeEmpty())
+	})
+
+	It("pushes an app's source files as one layer, with the account it is given, as the CF API pushes bits", func() {
+		files := map[string]string{"main.go": "package main\n", "Procfile": "web: ./app\n"}
+		pushed, err := reg.PushSource(context.Background(), "org-a/packages/app", files, "alice", "alice-secret")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pushed).To(Equal(ref("org-a/packages/app")))
+		Expect(pusher(reg, pushed)).To(Equal("alice"))
+
+		layers := must(must(pull(pushed, alice)).Layers())
+		Expect(layers).To(HaveLen(1))
+		content := must(layers[0].Uncompressed())
+		defer content.Close()
+		read := map[string]string{}
+		for r := tar.NewReader(content); ; {
+			h, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			Expect(err).NotTo(HaveOccurred())
+			read[h.Name] = string(must(io.ReadAll(r)))
+		}
+		Expect(read).To(Equal(files))
+
+		_, err = reg.PushSource(context.Background(), "org-b/packages/app", files, "alice", "alice-secret")
+		Expect(err).To(HaveOccurred(), "only under the account's prefixes")
 	})
 
 	It("says who pushed a tag or digest", func() {
