@@ -1,6 +1,6 @@
 // Package status is how every cf-hnc reconciler sets conditions and reports status: one
 // setter that stamps the generation a condition describes, and one reporter that, in a
-// deferred step, patches the status when (and only when) the status changed, and records an
+// deferred step, writes the whole status when (and only when) it changed, and records an
 // event for each condition whose status or reason changed. Conditions set on an error path are
 // reported like any other.
 package status
@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -67,7 +66,7 @@ func (r *Reporter) Track(obj Object) func(context.Context) error {
 		if equality.Semantic.DeepEqual(before, after) {
 			return nil
 		}
-		if err := r.patch(ctx, obj, before, after); err != nil {
+		if err := r.patch(ctx, obj, after); err != nil {
 			return fmt.Errorf("reporting the status: %w", err)
 		}
 		r.recordChanges(obj, beforeConditions)
@@ -86,22 +85,16 @@ func current(obj Object) bool {
 	return true
 }
 
-// patch sends a JSON merge patch of the status alone: the reconciler owns the status, so a
-// stale cache must not turn every status change into a conflict, and no other field is sent.
-func (r *Reporter) patch(ctx context.Context, obj Object, before, after any) error {
-	from, err := json.Marshal(map[string]any{"status": before})
+// patch replaces the status as a whole, without a resourceVersion: the reconciler owns the
+// status and has just computed all of it, so a stale cache must neither turn every status change
+// into a conflict nor, as a merge patch against the stale status would, keep a field that a
+// write the cache has yet to see set and this reconcile cleared.
+func (r *Reporter) patch(ctx context.Context, obj Object, status any) error {
+	replace, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": status}})
 	if err != nil {
 		return err
 	}
-	to, err := json.Marshal(map[string]any{"status": after})
-	if err != nil {
-		return err
-	}
-	diff, err := jsonpatch.CreateMergePatch(from, to)
-	if err != nil {
-		return err
-	}
-	return r.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, diff))
+	return r.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, replace))
 }
 
 func (r *Reporter) recordChanges(obj Object, before []metav1.Condition) {

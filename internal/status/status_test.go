@@ -106,4 +106,25 @@ var _ = Describe("reporting status, against the apiserver", Ordered, func() {
 		Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(app), stored)).To(Succeed())
 		Expect(stored.Status.HeldDropletRef).To(BeNil())
 	})
+
+	It("reports the whole status, so a field that a later write set goes when a reconcile of a stale object clears it", func(ctx SpecContext) {
+		app := &cfv1alpha1.CFApp{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uuid.NewUUID())},
+			Spec:       cfv1alpha1.CFAppSpec{DisplayName: "app", DesiredState: cfv1alpha1.StartedState, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
+		}
+		Expect(k8s.Create(ctx, app)).To(Succeed())
+		stale := app.DeepCopy()
+		report := reporter.Track(app)
+		app.Status.HeldDropletRef = &corev1.LocalObjectReference{Name: "held"}
+		Expect(report(ctx)).To(Succeed())
+
+		// The cache has yet to see that write: the next reconcile starts from the object before it.
+		report = reporter.Track(stale)
+		status.Set(stale, ready(cfv1alpha1.AnchorPendingReason))
+		Expect(report(ctx)).To(Succeed())
+		stored := &cfv1alpha1.CFApp{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(app), stored)).To(Succeed())
+		Expect(stored.Status.HeldDropletRef).To(BeNil())
+		Expect(stored.Status.Conditions).To(ConsistOf(HaveField("Reason", cfv1alpha1.AnchorPendingReason)))
+	})
 })
