@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -51,7 +52,8 @@ func NewReporter(c client.Client, recorder events.EventRecorder) *Reporter {
 // deferred, when the reconcile ends, however it ends.
 func (r *Reporter) Track(obj Object) func(context.Context) error {
 	before, err := statusOf(obj)
-	beforeConditions := obj.GetConditions()
+	// A copy: Set changes a condition of the same type in place.
+	beforeConditions := slices.Clone(obj.GetConditions())
 	return func(ctx context.Context) error {
 		if err != nil {
 			return err

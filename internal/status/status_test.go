@@ -73,6 +73,24 @@ var _ = Describe("reporting status, against the apiserver", Ordered, func() {
 		Expect(recorder.Events).To(Receive(ContainSubstring("Warning AnchorPending Ready: waiting")))
 	})
 
+	It("records an event when a condition's reason changes, once", func(ctx SpecContext) {
+		org := newOrg(ctx)
+		report := reporter.Track(org)
+		status.Set(org, ready(cfv1alpha1.AnchorPendingReason))
+		Expect(report(ctx)).To(Succeed())
+		Expect(recorder.Events).To(Receive(ContainSubstring("Warning AnchorPending")))
+
+		report = reporter.Track(org)
+		status.Set(org, metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.NamespaceReadyReason, Message: "placed"})
+		Expect(report(ctx)).To(Succeed())
+		Expect(recorder.Events).To(Receive(Equal("Normal NamespaceReady Ready: placed")))
+
+		report = reporter.Track(org)
+		status.Set(org, metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.NamespaceReadyReason, Message: "placed again"})
+		Expect(report(ctx)).To(Succeed())
+		Expect(recorder.Events).NotTo(Receive(), "a new message alone is no event")
+	})
+
 	It("writes nothing when the status did not change, whatever else changed", func(ctx SpecContext) {
 		org := newOrg(ctx)
 		report := reporter.Track(org)
