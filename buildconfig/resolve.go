@@ -160,17 +160,28 @@ func winningCredentials(a ancestry, secrets []corev1.Secret) (map[string][]place
 	return winners, invalid
 }
 
-// WinningCredentials returns the names of the credential Secrets that win in a namespace, one
-// per registry, in registry order: what a build ServiceAccount there must list.
-func WinningCredentials(ns *corev1.Namespace, secrets []corev1.Secret) []string {
-	winners, _ := winningCredentials(ancestryOf(ns), secrets)
+// ServiceAccountCredentials returns the names of the credential Secrets that a build
+// ServiceAccount in a namespace must list: the one that wins for each registry, in registry
+// order, then, by name, those whose docker config cannot be used. A Secret broken and then fixed (a
+// rotation gone wrong) so stays listed, and its fix reaches the spaces with HNC's copies of the
+// Secret alone, not the ServiceAccount's copies again after them. Builds wait meanwhile: the
+// spaces report InvalidDockerConfig.
+func ServiceAccountCredentials(ns *corev1.Namespace, secrets []corev1.Secret) []string {
+	winners, invalid := winningCredentials(ancestryOf(ns), secrets)
 	var list []string
 	for _, host := range sortedKeys(winners) {
 		if name := winners[host][0].name; !slices.Contains(list, name) {
 			list = append(list, name)
 		}
 	}
-	return list
+	var broken []string
+	for _, p := range invalid {
+		if !slices.Contains(list, p.name) && !slices.Contains(broken, p.name) {
+			broken = append(broken, p.name)
+		}
+	}
+	slices.Sort(broken)
+	return append(list, broken...)
 }
 
 func firsts(m map[string][]placed) map[string]placed {

@@ -250,7 +250,19 @@ var _ = Describe("resolving a space's build configuration", func() {
 		for i := range secrets {
 			secrets[i].Namespace = "org"
 		}
-		Expect(WinningCredentials(org, secrets)).To(Equal([]string{"root-hub", "org-registry"}))
+		Expect(ServiceAccountCredentials(org, secrets)).To(Equal([]string{"root-hub", "org-registry"}))
+	})
+
+	It("keeps a credential Secret whose docker config breaks among them, after the winners", func() {
+		org := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "org", Labels: map[string]string{
+			"org" + hncv1alpha2.LabelTreeDepthSuffix: "0", "cf" + hncv1alpha2.LabelTreeDepthSuffix: "1"}}}
+		broken := credentials("space", "org-registry", "registry.local", "")
+		broken.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{}}`)
+		secrets := []corev1.Secret{broken, credentials("space", "org-hub", "index.docker.io", "")}
+		for i := range secrets {
+			secrets[i].Namespace = "org"
+		}
+		Expect(ServiceAccountCredentials(org, secrets)).To(Equal([]string{"org-hub", "org-registry"}))
 	})
 })
 

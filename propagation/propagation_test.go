@@ -91,7 +91,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Expect(buildConfig(ctx, org, other)()).To(HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "build", From: org})))
 	})
 
-	It("rotates credentials into every space and reports a broken rotation in each", func(ctx SpecContext) {
+	It("rotates credentials into every space, reports a broken rotation in each, and its fix", func(ctx SpecContext) {
 		spaces := []string{createSpace(ctx, org), createSpace(ctx, org)}
 		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
 		placeServiceAccount(ctx, org, "build")
@@ -105,11 +105,25 @@ var _ = Describe("Build configuration placed once per org", func() {
 			}).Should(Equal(dockerConfig("registry.local", "rotated")))
 		}
 
+		buildServiceAccountSecrets := func() []corev1.ObjectReference {
+			sa := &corev1.ServiceAccount{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: "build"}, sa)).To(Succeed())
+			return sa.Secrets
+		}
+		Eventually(buildServiceAccountSecrets).Should(ContainElement(corev1.ObjectReference{Name: "registry"}))
+
 		testenv.Update(ctx, k8s, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"registry.local":{}}}`) })
 		for _, space := range spaces {
 			Eventually(buildReady(ctx, org, space)).Should(And(
 				HaveField("Reason", cfv1alpha1.InvalidDockerConfigReason),
 				HaveField("Message", ContainSubstring("Secret registry (from %s)", org))))
+		}
+		Consistently(buildServiceAccountSecrets, "2s").Should(ContainElement(corev1.ObjectReference{Name: "registry"}),
+			"the ServiceAccount keeps a broken Secret, so that its fix reaches the spaces with the Secret's copies alone")
+
+		testenv.Update(ctx, k8s, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = dockerConfig("registry.local", "fixed") })
+		for _, space := range spaces {
+			Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
 		}
 	})
 

@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var credentials []string
 	if _, ok := obj.(*corev1.ServiceAccount); ok && isBuildConfig(obj) {
-		if credentials, err = r.winningCredentials(ctx, ns); err != nil {
+		if credentials, err = r.serviceAccountCredentials(ctx, ns); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -298,13 +298,14 @@ func (r *Reconciler) get(ctx context.Context, key client.ObjectKey) (client.Obje
 	return obj, nil
 }
 
-// winningCredentials returns the names of the credential Secrets that win in a namespace.
-func (r *Reconciler) winningCredentials(ctx context.Context, ns *corev1.Namespace) ([]string, error) {
+// serviceAccountCredentials returns the names of the credential Secrets that a build
+// ServiceAccount in the namespace lists.
+func (r *Reconciler) serviceAccountCredentials(ctx context.Context, ns *corev1.Namespace) ([]string, error) {
 	secrets := &corev1.SecretList{}
 	if err := r.client.List(ctx, secrets, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: buildconfig.Selector}); err != nil {
 		return nil, fmt.Errorf("listing the credentials of %s: %w", ns.Name, err)
 	}
-	return buildconfig.WinningCredentials(ns, secrets.Items), nil
+	return buildconfig.ServiceAccountCredentials(ns, secrets.Items), nil
 }
 
 // serviceAccountsInNamespace maps a Secret to the build-config ServiceAccounts beside it.
