@@ -33,6 +33,7 @@ func main() {
 	var (
 		metricsAddr      string
 		probeAddr        string
+		pprofAddr        string
 		webhookHost      string
 		webhookPort      int
 		webhookCertDir   string
@@ -53,6 +54,7 @@ func main() {
 	// pod (probes, webhooks) says so with these flags.
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", `Address of the metrics endpoint (HTTPS; each request's token must be allowed to GET /metrics); "0" turns it off.`)
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "127.0.0.1:8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", `Address of Go's /debug/pprof endpoints (plain HTTP, unauthenticated: keep it on loopback); "0" turns them off.`)
 	flag.StringVar(&webhookHost, "webhook-host", "127.0.0.1", "Host the webhook server listens on.")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server; empty means controller-runtime's default.")
@@ -79,6 +81,7 @@ func main() {
 	opts.Metrics = metricsserver.Options{BindAddress: metricsAddr, SecureServing: true,
 		FilterProvider: filters.WithAuthenticationAndAuthorization}
 	opts.HealthProbeBindAddress = probeAddr
+	opts.PprofBindAddress = pprofAddr
 	opts.LeaderElection = leaderElect
 	opts.LeaderElectionID = leaderElectionID
 	opts.LeaderElectionNamespace = namespace
