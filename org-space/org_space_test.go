@@ -53,6 +53,37 @@ var _ = Describe("Orgs and spaces", func() {
 			Should(HaveKeyWithValue(cfv1alpha1.SpaceGUIDLabel, space.Name))
 	})
 
+	It("writes a new space's status once while HNC makes its namespace, whichever steps HNC takes", func(ctx SpecContext) {
+		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+		events, err := watcher.Watch(ctx, &cfv1alpha1.CFSpaceList{}, client.InNamespace(org.Name))
+		Expect(err).NotTo(HaveOccurred())
+		defer events.Stop()
+		space := newSpace(org.Name, "dev")
+		Expect(k8s.Create(ctx, space)).To(Succeed())
+
+		var waiting []metav1.Condition
+		Eventually(func() bool {
+			for {
+				select {
+				case event := <-events.ResultChan():
+					seen, ok := event.Object.(*cfv1alpha1.CFSpace)
+					Expect(ok).To(BeTrue(), "%v", event.Object)
+					ready := meta.FindStatusCondition(seen.Status.Conditions, cfv1alpha1.ReadyCondition)
+					switch {
+					case ready == nil:
+					case ready.Status == metav1.ConditionTrue:
+						return true
+					case len(waiting) == 0 || waiting[len(waiting)-1].Message != ready.Message:
+						waiting = append(waiting, *ready)
+					}
+				default:
+					return false
+				}
+			}
+		}).Should(BeTrue())
+		Expect(waiting).To(ConsistOf(HaveField("Reason", cfv1alpha1.AnchorPendingReason)))
+	})
+
 	It("follows a space's rename on its namespace", func(ctx SpecContext) {
 		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
 		space := createSpace(ctx, org.Name, "dev")

@@ -75,7 +75,7 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// The cache had not seen the anchor yet; its event follows.
-		return anchorCondition(s.parent, s.name, ""), nil, nil
+		return s.pending(), nil, nil
 	case apierrors.IsConflict(err):
 		return notReady(cfv1alpha1.AnchorConflictReason, "%v", err), nil, nil
 	case apierrors.IsForbidden(err):
@@ -85,23 +85,33 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	case err != nil:
 		return metav1.Condition{}, nil, fmt.Errorf("anchor %s/%s: %w", s.parent, s.name, err)
 	}
-	condition := anchorCondition(s.parent, s.name, anchor.Status.State)
-	if state := anchor.Status.State; state == hncv1alpha2.Conflict || state == hncv1alpha2.Forbidden {
-		return condition, nil, nil
+	switch anchor.Status.State {
+	case hncv1alpha2.Conflict:
+		return notReady(cfv1alpha1.AnchorConflictReason,
+			"a namespace named %s already exists and is not a subnamespace of %s", s.name, s.parent), nil, nil
+	case hncv1alpha2.Forbidden:
+		return notReady(cfv1alpha1.AnchorForbiddenReason, "HNC does not allow subnamespaces in %s", s.parent), nil, nil
 	}
 	// The namespace itself says when HNC has made and placed it: under load HNC's anchor
 	// reconciler reports Ok a minute after the namespace, its tree labels and the copies.
 	ns, err := s.namespace(ctx, c)
-	if ns == nil || err != nil {
-		return condition, nil, err
+	if err != nil {
+		return metav1.Condition{}, nil, err
 	}
-	if ns.Labels[s.parent+hncv1alpha2.LabelTreeDepthSuffix] != "1" {
-		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not placed namespace %s under %s yet", s.name, s.parent), nil, nil
+	if ns == nil || ns.Labels[s.parent+hncv1alpha2.LabelTreeDepthSuffix] != "1" ||
+		!isSubset(s.labels, ns.Labels) || !isSubset(s.annotations, ns.Annotations) {
+		return s.pending(), nil, nil
 	}
-	if !isSubset(s.labels, ns.Labels) || !isSubset(s.annotations, ns.Annotations) {
-		return notReady(cfv1alpha1.AnchorPendingReason, "HNC has not put the labels and annotations of anchor %s/%s on the namespace yet", s.parent, s.name), nil, nil
-	}
-	return anchorCondition(s.parent, s.name, hncv1alpha2.Ok), ns, nil
+	return metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.NamespaceReadyReason,
+		Message: fmt.Sprintf("namespace %s exists under %s", s.name, s.parent)}, ns, nil
+}
+
+// pending is the Ready condition while HNC makes the namespace, places it in the tree and
+// labels it: one condition for every step, so that waiting costs one status write, not one
+// for each step that HNC takes.
+func (s subnamespace) pending() metav1.Condition {
+	return notReady(cfv1alpha1.AnchorPendingReason,
+		"waiting for HNC to make namespace %s from anchor %s/%s, with its tree labels and the labels the anchor asks for", s.name, s.parent, s.name)
 }
 
 // anchorSpec asks HNC for the subnamespace's labels and annotations, in a stable order.
@@ -124,29 +134,6 @@ func isSubset(want, have map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// anchorCondition turns HNC's anchor state into a Ready condition.
-func anchorCondition(parent, name string, state hncv1alpha2.SubnamespaceAnchorState) metav1.Condition {
-	c := metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionFalse}
-	switch state {
-	case hncv1alpha2.Ok:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, cfv1alpha1.NamespaceReadyReason,
-			fmt.Sprintf("namespace %s exists under %s", name, parent)
-	case hncv1alpha2.Conflict:
-		c.Reason, c.Message = cfv1alpha1.AnchorConflictReason,
-			fmt.Sprintf("a namespace named %s already exists and is not a subnamespace of %s", name, parent)
-	case hncv1alpha2.Forbidden:
-		c.Reason, c.Message = cfv1alpha1.AnchorForbiddenReason,
-			fmt.Sprintf("HNC does not allow subnamespaces in %s", parent)
-	case hncv1alpha2.Missing:
-		c.Reason, c.Message = cfv1alpha1.AnchorMissingReason,
-			fmt.Sprintf("HNC has not created namespace %s yet", name)
-	default:
-		c.Reason, c.Message = cfv1alpha1.AnchorPendingReason,
-			fmt.Sprintf("waiting for HNC to handle the anchor %s/%s", parent, name)
-	}
-	return c
 }
 
 // namespace returns the namespace of the subnamespace's name if HNC made it from this

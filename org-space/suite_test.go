@@ -13,7 +13,11 @@ import (
 
 const root = testenv.RootNamespace
 
-var k8s client.Client
+var (
+	k8s client.Client
+	// watcher watches, for the specs that look at every state an object goes through.
+	watcher client.WithWatch
+)
 
 func TestOrgSpace(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -21,7 +25,11 @@ func TestOrgSpace(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	k8s = testenv.Start(ctx, "org-space").Client
+	cp := testenv.Start(ctx, "org-space")
+	k8s = cp.Client
+	var err error
+	watcher, err = client.NewWithWatch(cp.Config, client.Options{Scheme: k8s.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterEach(testenv.ExpectHealthy)

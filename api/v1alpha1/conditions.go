@@ -22,7 +22,6 @@ const (
 	AnchorPendingReason   = "AnchorPending"
 	AnchorConflictReason  = "AnchorConflict"
 	AnchorForbiddenReason = "AnchorForbidden"
-	AnchorMissingReason   = "AnchorMissing"
 	// AnchorRefusedReason: HNC refuses the anchor's labels or annotations, which it accepts
 	// only when it runs with the --managed-namespace-label and --managed-namespace-annotation
 	// flags of config/hnc.
