@@ -65,6 +65,24 @@ func NeedsOperator(reason string) bool {
 	}, reason)
 }
 
+// Waiting says whether a reason is a step on the way that another component ends by itself
+// (HNC making a namespace or copying, kpack building): a condition that enters it is no news
+// for a person, so no event is recorded for it; the status says it.
+func Waiting(reason string) bool {
+	return slices.Contains([]string{
+		AnchorPendingReason,
+		OrgNotReadyReason,
+		NamespaceNotReadyReason,
+		PropagationPendingReason,
+		BuilderNotReadyReason,
+		WaitingReason,
+		QueuedReason,
+		BuildScheduledReason,
+		BuildRunningReason,
+		RebuildingReason,
+	}, reason)
+}
+
 // ValidateGUID checks the name (GUID) of a CF object. Orgs and spaces name namespaces, apps
 // name kpack Images (whose names kpack puts in label values), builds name rebuild lineages in
 // label values: every GUID must be a DNS label of at most 63 characters. It returns a message

@@ -1,8 +1,8 @@
 // Package status is how every cf-hnc reconciler sets conditions and reports status: one
 // setter that stamps the generation a condition describes, and one reporter that, in a
 // deferred step, writes the whole status when (and only when) it changed, and records an
-// event for each condition whose status or reason changed. Conditions set on an error path are
-// reported like any other.
+// event for each condition whose status or reason changed, but for a wait on another component.
+// Conditions set on an error path are reported like any other.
 package status
 
 import (
@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
 // Object is a cf-hnc object with conditions in its status.
@@ -99,9 +101,16 @@ func (r *Reporter) patch(ctx context.Context, obj Object, status any) error {
 	return r.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, replace))
 }
 
+// recordChanges records an event for each condition whose status or reason changed, unless it
+// is not True and waits for a step that another component takes: under load every space goes
+// through several such steps, and an event for each would cost the apiserver a write and tell a
+// person nothing that the status does not.
 func (r *Reporter) recordChanges(obj Object, before []metav1.Condition) {
 	for _, c := range obj.GetConditions() {
 		if old := meta.FindStatusCondition(before, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason {
+			continue
+		}
+		if c.Status != metav1.ConditionTrue && cfv1alpha1.Waiting(c.Reason) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal
