@@ -4,6 +4,7 @@ package manager
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +40,7 @@ type Config struct {
 
 // Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
 // and ServiceAccounts are cached, not every Secret of the cluster, only kpack's build pods,
-// and no managed fields but those of Secrets and ServiceAccounts.
+// and no managed fields but those of the Secrets and ServiceAccounts an operator placed.
 // The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
 // benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
 func Options() ctrl.Options {
@@ -48,18 +49,26 @@ func Options() ctrl.Options {
 		NewClient: metrics.NewCountingClient,
 		Cache: cache.Options{
 			// Managed fields are most of a namespace's or a CFSpace's size, and nothing reads
-			// them, but the propagation reconciler on Secrets and ServiceAccounts.
+			// them, but the propagation reconciler on the Secrets and ServiceAccounts placed.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}:         {Label: buildconfig.Selector, Transform: keepAll},
-				&corev1.ServiceAccount{}: {Label: buildconfig.Selector, Transform: keepAll},
+				&corev1.Secret{}:         {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
+				&corev1.ServiceAccount{}: {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
 				&corev1.Pod{}:            {Label: builders.BuildPodSelector},
 			},
 		},
 	}
 }
 
-func keepAll(obj any) (any, error) { return obj, nil }
+// stripManagedFieldsOfCopies keeps the managed fields of what an operator placed, which the
+// propagation reconciler reads, and drops those of HNC's copies, most of the cached Secrets and
+// ServiceAccounts: nothing reads them.
+func stripManagedFieldsOfCopies(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok && !buildconfig.IsCopy(o) {
+		return obj, nil
+	}
+	return cache.TransformStripManagedFields()(obj)
+}
 
 // Leader election: the lease and the events about it, in the manager's own namespace.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=cf-hnc-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
