@@ -60,10 +60,8 @@ func (b *bench) deployApp(ctx context.Context, org, space string) (*cfv1alpha1.C
 		Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: app.Name},
 			PackageRef: corev1.LocalObjectReference{Name: pkg.Name}, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
 	}
-	for _, obj := range []client.Object{pkg, build} {
-		if err := b.k8s.Create(ctx, obj); err != nil {
-			return nil, err
-		}
+	if err := createAll(ctx, b.k8s, pkg, build); err != nil {
+		return nil, err
 	}
 	if err := b.seen.wait(ctx, 5*time.Minute, "build "+build.Name+" succeeded", func() bool {
 		return b.k8s.Get(ctx, client.ObjectKeyFromObject(build), build) == nil &&

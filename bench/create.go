@@ -28,7 +28,18 @@ const (
 	// so that changing it reaches every space.
 	rootSecret = "cf-registry-mirror"
 	mirrorHost = "mirror.bench.invalid"
+	// hncRoot is the root namespace of the HNC-alone run, as cf is of cf-hnc's.
+	hncRoot = "bench-hnc"
 )
+
+func createAll(ctx context.Context, c client.Client, objs ...client.Object) error {
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // parallel runs do(i) for i in [0, n) on up to workers goroutines, and returns the first error.
 func parallel(ctx context.Context, workers, n int, do func(ctx context.Context, i int) error) error {
@@ -89,24 +100,39 @@ func (b *bench) floor(ctx context.Context, r *Results) error {
 	return nil
 }
 
-// hncAlone makes an org's worth of what cf-hnc asks of HNC, without cf-hnc: a parent
-// namespace per org with a Secret and a ServiceAccount annotated to propagate, then every
-// subnamespace anchor in bulk; done when both copies exist in every child.
+// hncAlone asks HNC, without cf-hnc, for what a cf-hnc run asks of it: a root namespace with
+// a Secret to propagate, an org subnamespace per org with a Secret and a ServiceAccount to
+// propagate, then every space subnamespace anchor in bulk; done when all three copies exist in
+// every space.
 func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 	host := b.cp.Kpack().Registry.Host()
+	propagate := map[string]string{propagateAll: "true"}
+	if err := createAll(ctx, b.k8s,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hncRoot}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hncRoot, Name: rootSecret, Annotations: propagate},
+			Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: controlplane.DockerConfig(mirrorHost, "mirror", "password")}},
+	); err != nil {
+		return err
+	}
 	for o := range b.cfg.orgs {
 		parent := fmt.Sprintf("bench-hnc-%d", o)
-		propagate := map[string]string{propagateAll: "true"}
-		for _, obj := range []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: parent}},
+		if err := b.k8s.Create(ctx, &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: hncRoot, Name: parent}}); err != nil {
+			return err
+		}
+		if err := b.seen.wait(ctx, time.Minute, "namespace "+parent, func() bool {
+			_, ok := b.seen.arrival("Namespace", "", parent)
+			return ok
+		}); err != nil {
+			return err
+		}
+		if err := createAll(ctx, b.k8s,
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: orgSecret, Annotations: propagate},
 				Type: corev1.SecretTypeDockerConfigJson,
 				Data: map[string][]byte{corev1.DockerConfigJsonKey: controlplane.DockerConfig(host, "hnc-alone", "password")}},
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: orgSA, Annotations: propagate}},
-		} {
-			if err := b.k8s.Create(ctx, obj); err != nil {
-				return err
-			}
+		); err != nil {
+			return err
 		}
 	}
 	var starts timings
@@ -121,7 +147,7 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 		return err
 	}
 	copied := func(ns string) (time.Time, bool) {
-		return b.seen.lastArrival(key("Secret", ns, orgSecret), key("ServiceAccount", ns, orgSA))
+		return b.seen.lastArrival(key("Secret", ns, orgSecret), key("ServiceAccount", ns, orgSA), key("Secret", ns, rootSecret))
 	}
 	if err := b.seen.wait(ctx, b.bulkTimeout(), "every copy in HNC's subnamespaces", func() bool {
 		return slices.IndexFunc(children, func(ns string) bool { _, ok := copied(ns); return !ok }) < 0
@@ -288,10 +314,8 @@ func (b *bench) createOrg(ctx context.Context, name string) (string, error) {
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: controlplane.DockerConfig(reg.Host(), account, b.cp.Kpack().TenantPassword)},
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: org.Name, Name: orgSA, Labels: labels}}
-	for _, obj := range []client.Object{secret, sa} {
-		if err := b.k8s.Create(ctx, obj); err != nil {
-			return "", err
-		}
+	if err := createAll(ctx, b.k8s, secret, sa); err != nil {
+		return "", err
 	}
 	// Spaces come after cf-hnc has marked the org's objects for HNC, as they would on a real
 	// foundation, where orgs are made long before their spaces.

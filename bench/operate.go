@@ -254,7 +254,7 @@ func total(m map[string]float64) float64 {
 func (b *bench) metricsToken(ctx context.Context) (string, error) {
 	ns := "bench-metrics-" + string(uuid.NewUUID())[:8]
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}}
-	for _, obj := range []client.Object{
+	if err := createAll(ctx, b.k8s,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		sa,
 		&rbacv1.ClusterRoleBinding{
@@ -262,10 +262,8 @@ func (b *bench) metricsToken(ctx context.Context) (string, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cf-hnc-metrics-reader"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa.Name}},
 		},
-	} {
-		if err := b.k8s.Create(ctx, obj); err != nil {
-			return "", err
-		}
+	); err != nil {
+		return "", err
 	}
 	request := &authenticationv1.TokenRequest{}
 	if err := b.k8s.SubResource("token").Create(ctx, sa, request); err != nil {

@@ -15,8 +15,9 @@ type Results struct {
 
 	// Floor is the raw apiserver: orgs × spaces namespace creates, each latency the create call.
 	Floor Bulk `json:"floor"`
-	// HNC is HNC alone: orgs × spaces anchors, each latency from the anchor's create until the
-	// parent's Secret and ServiceAccount copies exist in the child.
+	// HNC is HNC alone: orgs × spaces anchors below org subnamespaces of a root, each latency
+	// from the anchor's create until the copies of the org's Secret and ServiceAccount and of
+	// the root's Secret exist in the child, as cf-hnc's spaces need them.
 	HNC Bulk `json:"hncAlone"`
 	// HNCQuiet is HNC alone, one new anchor at a time once every subnamespace is there.
 	HNCQuiet Distribution `json:"hncAloneQuiet"`
