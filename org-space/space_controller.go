@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -36,13 +37,18 @@ type SpaceReconciler struct {
 	// buildReady observes how long new spaces take to become BuildReady, from this reconciler's
 	// start on.
 	buildReady *metrics.BuildReadyObserver
+	waits      *waitPacer
 }
+
+// waitDetailsInterval is how often at most the status says anew what a space's wait for HNC's
+// copies still waits for.
+const waitDetailsInterval = time.Second
 
 // NewSpaceReconciler returns a SpaceReconciler for spaces of orgs in the root namespace that
 // reconciles up to concurrency spaces at once.
 func NewSpaceReconciler(c client.Client, recorder events.EventRecorder, root string, discovery *buildconfig.Discovery, concurrency int) *SpaceReconciler {
 	return &SpaceReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root,
-		discovery: discovery, concurrency: concurrency, buildReady: metrics.NewBuildReadyObserver()}
+		discovery: discovery, concurrency: concurrency, buildReady: metrics.NewBuildReadyObserver(), waits: newWaitPacer(waitDetailsInterval)}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=get;list;watch;update;patch
@@ -58,12 +64,14 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	}
 	if !space.DeletionTimestamp.IsZero() {
 		r.buildReady.Forget(space.UID)
+		r.waits.forget(space.UID)
 		return spaceNamespace(space).finishDeletion(ctx, r.client, r.recorder, space)
 	}
 	if err := addFinalizer(ctx, r.client, space); err != nil {
 		return ctrl.Result{}, err
 	}
 	report := r.reporter.Track(space)
+	before := space.Status.DeepCopy()
 	wasBuildReady := meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.BuildReadyCondition)
 	defer func() {
 		err = errors.Join(err, report(ctx))
@@ -86,6 +94,10 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	}
 	status.Set(space, ready)
 	status.Set(space, buildReady)
+	if hold := r.waits.hold(space.UID, before, &space.Status, time.Now()); hold > 0 {
+		space.Status = *before
+		return ctrl.Result{RequeueAfter: hold}, nil
+	}
 	return requeue(ready, buildReady), nil
 }
 
