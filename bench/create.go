@@ -194,6 +194,11 @@ func (b *bench) bulkTimeout() time.Duration {
 // cfhnc creates the orgs with their registry once, as an operator would, then every space in
 // bulk until each is BuildReady, then quiet spaces one at a time.
 func (b *bench) cfhnc(ctx context.Context, r *Results) error {
+	memoryNoSpaces, err := memory(b.cp.ManagerPID())
+	if err != nil {
+		return err
+	}
+	r.MemoryNoSpaces = memoryNoSpaces
 	if err := b.placeRootMirror(ctx); err != nil {
 		return err
 	}
@@ -211,7 +216,7 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 		guids[i] = string(uuid.NewUUID())
 		b.spaces[b.orgs[i/b.cfg.spaces]] = append(b.spaces[b.orgs[i/b.cfg.spaces]], guids[i])
 	}
-	err := parallel(ctx, b.cfg.workers, len(guids), func(ctx context.Context, i int) error {
+	err = parallel(ctx, b.cfg.workers, len(guids), func(ctx context.Context, i int) error {
 		starts.start(guids[i])
 		return b.k8s.Create(ctx, newSpace(b.orgs[i/b.cfg.spaces], guids[i], fmt.Sprintf("space-%d", i%b.cfg.spaces)))
 	})

@@ -57,9 +57,10 @@ func (b *bench) rotation(ctx context.Context, r *Results) error {
 			return err
 		}
 		result.HNCCopiesSeconds = copies.Seconds()
-		if result.FixedSeconds, _, err = b.changeSecret(ctx, rot.secret, rot.spaces, rot.fixedData, metav1.ConditionTrue, ""); err != nil {
+		if result.FixedSeconds, copies, err = b.changeSecret(ctx, rot.secret, rot.spaces, rot.fixedData, metav1.ConditionTrue, ""); err != nil {
 			return err
 		}
+		result.HNCFixedCopiesSeconds = copies.Seconds()
 		r.Rotation = append(r.Rotation, result)
 	}
 	return nil
@@ -215,7 +216,7 @@ func (b *bench) steady(ctx context.Context, r *Results) error {
 		return err
 	}
 	s.IdleCPUSeconds = s.CPUSeconds - cpuBefore
-	s.RSSMiB, s.PeakRSSMiB, err = memory(pid)
+	s.Memory, err = memory(pid)
 	return err
 }
 
@@ -295,26 +296,27 @@ func cpuSeconds(pid int) (float64, error) {
 	return (utime + stime) / 100, nil
 }
 
-// memory is a process's resident memory now and at its peak, in MiB.
-func memory(pid int) (rss, peak float64, err error) {
+// memory reads a process's resident memory, in MiB: now, at its peak, and now split into
+// anonymous pages (its heap and stacks) and file pages (its mapped binary).
+func memory(pid int) (Memory, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return Memory{}, err
 	}
+	fields := map[string]*float64{}
+	var m Memory
+	fields["VmRSS"], fields["VmHWM"], fields["RssAnon"], fields["RssFile"] = &m.RSSMiB, &m.PeakRSSMiB, &m.AnonMiB, &m.FileMiB
 	for _, line := range strings.Split(string(data), "\n") {
 		name, value, _ := strings.Cut(line, ":")
 		kib, convErr := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 64)
-		switch {
-		case name == "VmRSS" && convErr == nil:
-			rss = kib / 1024
-		case name == "VmHWM" && convErr == nil:
-			peak = kib / 1024
+		if field, ok := fields[name]; ok && convErr == nil {
+			*field = kib / 1024
 		}
 	}
-	if rss == 0 || peak == 0 {
-		return 0, 0, fmt.Errorf("no VmRSS or VmHWM in /proc/%d/status", pid)
+	if m.RSSMiB == 0 || m.PeakRSSMiB == 0 {
+		return Memory{}, fmt.Errorf("no VmRSS or VmHWM in /proc/%d/status", pid)
 	}
-	return rss, peak, nil
+	return m, nil
 }
 
 // restart stops the manager as a rolling update would, then kills it as a crash would; each time

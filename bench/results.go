@@ -39,6 +39,9 @@ type Results struct {
 	Stack         StackFix   `json:"stack"`
 	Apps          Apps       `json:"apps"`
 	Steady        Steady     `json:"steady"`
+	// MemoryNoSpaces is the manager's memory before cf-hnc's phase: running, with no org or
+	// space yet.
+	MemoryNoSpaces Memory `json:"memoryNoSpaces"`
 	// RollingUpdate stops the manager as a Deployment's rollout does (SIGTERM: it releases its
 	// lease); Crash kills it (SIGKILL: its successor waits for the lease to expire).
 	RollingUpdate Restart `json:"rollingUpdate"`
@@ -69,6 +72,8 @@ type Rotation struct {
 	FixedSeconds  float64 `json:"fixedSeconds"`
 	// HNCCopiesSeconds is until HNC's copies of the broken Secret all arrived: the floor.
 	HNCCopiesSeconds float64 `json:"hncCopiesSeconds"`
+	// HNCFixedCopiesSeconds is the same for the fixed Secret.
+	HNCFixedCopiesSeconds float64 `json:"hncFixedCopiesSeconds"`
 }
 
 // StackFix is a ClusterStack run-image change until every default ClusterBuilder is on it.
@@ -101,10 +106,9 @@ type Steady struct {
 	// (controller_runtime_reconcile_total).
 	RunReconciles       map[string]float64 `json:"runReconciles"`
 	RunReconcileSeconds map[string]float64 `json:"runReconcileSeconds"`
-	RSSMiB              float64            `json:"rssMiB"`
-	PeakRSSMiB          float64            `json:"peakRSSMiB"`
-	CPUSeconds          float64            `json:"cpuSeconds"`
-	IdleCPUSeconds      float64            `json:"idleCPUSeconds"`
+	Memory
+	CPUSeconds     float64 `json:"cpuSeconds"`
+	IdleCPUSeconds float64 `json:"idleCPUSeconds"`
 	// Histogram is cf_hnc_space_build_ready_seconds as the manager reports it.
 	HistogramCount       uint64  `json:"histogramCount"`
 	HistogramMeanSeconds float64 `json:"histogramMeanSeconds"`
@@ -116,4 +120,15 @@ type Restart struct {
 	NewSpaceSeconds     float64 `json:"newSpaceSeconds"`
 	// StopToBuildReadySeconds is from the stop until the new space's BuildReady.
 	StopToBuildReadySeconds float64 `json:"stopToBuildReadySeconds"`
+}
+
+// Memory is a process's resident memory, in MiB.
+type Memory struct {
+	RSSMiB     float64 `json:"rssMiB"`
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	// AnonMiB are the anonymous pages now: the Go heap, stacks and runtime.
+	AnonMiB float64 `json:"anonMiB"`
+	// FileMiB are the file pages now: the parts of the manager's binary it has touched, shared
+	// and reclaimable, which do not grow with the foundation.
+	FileMiB float64 `json:"fileMiB"`
 }
