@@ -162,10 +162,10 @@ func winningCredentials(a ancestry, secrets []corev1.Secret) (map[string][]place
 
 // ServiceAccountCredentials returns the names of the credential Secrets that a build
 // ServiceAccount in a namespace must list: the one that wins for each registry, in registry
-// order, then, by name, those whose docker config cannot be used. A Secret broken and then fixed (a
-// rotation gone wrong) so stays listed, and its fix reaches the spaces with HNC's copies of the
-// Secret alone, not the ServiceAccount's copies again after them. Builds wait meanwhile: the
-// spaces report InvalidDockerConfig.
+// order, then, by name, those whose docker config cannot be used. A Secret broken and then
+// fixed (a rotation gone wrong) so stays listed, and its fix reaches the spaces with HNC's
+// copies of the Secret alone, not the ServiceAccount's copies again after them. Builds wait
+// meanwhile: the spaces report InvalidDockerConfig.
 func ServiceAccountCredentials(ns *corev1.Namespace, secrets []corev1.Secret) []string {
 	winners, invalid := winningCredentials(ancestryOf(ns), secrets)
 	var list []string

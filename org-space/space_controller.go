@@ -37,7 +37,8 @@ type SpaceReconciler struct {
 	// buildReady observes how long new spaces take to become BuildReady, from this reconciler's
 	// start on.
 	buildReady *metrics.BuildReadyObserver
-	waits      *waitPacer
+	// waits paces the writes of what a space's wait for HNC's copies waits for.
+	waits *waitPacer
 }
 
 // waitDetailsInterval is how often at most the status says anew what a space's wait for HNC's
