@@ -9,10 +9,10 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"code.cloudfoundry.org/cf-hnc/internal/metricsauth"
 	"code.cloudfoundry.org/cf-hnc/manager"
 )
 
@@ -79,7 +79,7 @@ func main() {
 
 	opts := manager.Options()
 	opts.Metrics = metricsserver.Options{BindAddress: metricsAddr, SecureServing: true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization}
+		FilterProvider: metricsauth.Filter}
 	opts.HealthProbeBindAddress = probeAddr
 	opts.PprofBindAddress = pprofAddr
 	opts.LeaderElection = leaderElect

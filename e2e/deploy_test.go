@@ -215,6 +215,7 @@ var _ = Describe("The deployed manager on the local control plane", Label(localL
 		token := request.Status.Token
 
 		Eventually(scrape("")).Should(Equal(http.StatusUnauthorized))
+		Eventually(scrape("not-a-token")).Should(Equal(http.StatusUnauthorized))
 		Eventually(scrape(token)).Should(Equal(http.StatusForbidden))
 		Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "e2e-metrics-" + ns},
