@@ -163,27 +163,40 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 	}
 	r.HNC = bulk("HNC alone: anchor → copies (bulk)", latencies, starts.first(), last)
 
+	idle, err := b.waitForHNCIdle(ctx)
+	if err != nil {
+		return err
+	}
+	r.HNCIdleSeconds = idle.Sub(last).Seconds()
 	var quiet []time.Duration
+	stages := newStages("HNC alone: anchor create call (HNC's webhook)", "HNC alone: created → anchor seen", "HNC alone: anchor → namespace", "HNC alone: namespace → copies")
 	for q := range b.cfg.quiet {
+		if _, err := b.waitForHNCIdle(ctx); err != nil {
+			return err
+		}
 		child := fmt.Sprintf("bench-hnc-0-quiet-%d", q)
 		start := time.Now()
 		if err := b.k8s.Create(ctx, &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-hnc-0", Name: child}}); err != nil {
 			return err
 		}
+		created := time.Now()
 		if err := b.seen.wait(ctx, quietTimeout, "the copies in "+child, func() bool { _, ok := copied(child); return ok }); err != nil {
 			return err
 		}
 		at, _ := copied(child)
 		quiet = append(quiet, at.Sub(start))
-		time.Sleep(200 * time.Millisecond)
+		anchor, _ := b.seen.arrival("SubnamespaceAnchor", "bench-hnc-0", child)
+		namespace, _ := b.seen.arrival("Namespace", "", child)
+		stages.add(start, created, anchor, namespace, at)
 	}
 	r.HNCQuiet = distribution("HNC alone: anchor → copies (quiet)", quiet)
+	r.HNCQuietStages = stages.distributions()
 	return nil
 }
 
-// quietTimeout bounds the wait for one quiet subnamespace or space. Right after a bulk creation
-// of 1,000, HNC alone has taken a minute for one on 2 cores (its queues still work through the
-// bulk), so the bound is well above that: the run reports the time, whatever it is.
+// quietTimeout bounds the wait for HNC's queues to empty, and for one quiet subnamespace or
+// space. After a bulk creation of 1,000, HNC alone's queues took a minute to empty on 2 cores,
+// so the bound is well above that: the run reports the time, whatever it is.
 const quietTimeout = 5 * time.Minute
 
 // bulkTimeout bounds a bulk phase: at 1 space/s and then some.
@@ -247,39 +260,61 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 	r.CFHNCEveryCopySeconds = lastCopy.Sub(starts.first()).Seconds()
 	r.OwnShareBulk = distribution("cf-hnc's own share (bulk)", shares)
 
-	say(fmt.Sprintf("  %d quiet spaces, one at a time", b.cfg.quiet))
+	idle, err := b.waitForHNCIdle(ctx)
+	if err != nil {
+		return err
+	}
+	r.CFHNCIdleSeconds = idle.Sub(lastReady).Seconds()
+	say(fmt.Sprintf("  %d quiet spaces, one at a time, each once HNC is idle", b.cfg.quiet))
 	var quiet, quietShares []time.Duration
+	stages := newStages("cf-hnc: CFSpace create call (its webhook)", "cf-hnc: created → anchor seen", "HNC: anchor → namespace",
+		"HNC: namespace → placed and copies", "cf-hnc: last input → BuildReady")
 	for q := range b.cfg.quiet {
-		org, guid := b.orgs[q%len(b.orgs)], string(uuid.NewUUID())
-		latency, share, err := b.newSpace(ctx, org, guid, fmt.Sprintf("quiet-%d", q))
+		if _, err := b.waitForHNCIdle(ctx); err != nil {
+			return err
+		}
+		t, err := b.newSpace(ctx, b.orgs[q%len(b.orgs)], string(uuid.NewUUID()), fmt.Sprintf("quiet-%d", q))
 		if err != nil {
 			return err
 		}
-		quiet, quietShares = append(quiet, latency), append(quietShares, share)
-		// Apart, so that each space is alone in the queues.
-		time.Sleep(200 * time.Millisecond)
+		quiet, quietShares = append(quiet, t.latency()), append(quietShares, t.ownShare())
+		stages.add(t.start, t.created, t.anchor, t.namespace, t.input, t.ready)
 	}
 	r.Quiet = distribution("cf-hnc: space → BuildReady (quiet)", quiet)
 	r.OwnShareQuiet = distribution("cf-hnc's own share (quiet)", quietShares)
+	r.QuietStages = stages.distributions()
 	return nil
 }
 
-// newSpace creates one space and returns its latency until BuildReady and cf-hnc's own share.
-func (b *bench) newSpace(ctx context.Context, org, guid, name string) (latency, share time.Duration, err error) {
-	start := time.Now()
+// spaceTimeline is when one new space passed each step, as the bench saw it.
+type spaceTimeline struct {
+	start, created, anchor, namespace, input, ready time.Time
+}
+
+func (t spaceTimeline) latency() time.Duration { return t.ready.Sub(t.start) }
+
+// ownShare is BuildReady seen minus the arrival of the last input.
+func (t spaceTimeline) ownShare() time.Duration { return t.ready.Sub(t.input) }
+
+// newSpace creates one space and waits until it is BuildReady.
+func (b *bench) newSpace(ctx context.Context, org, guid, name string) (spaceTimeline, error) {
+	t := spaceTimeline{start: time.Now()}
 	if err := b.k8s.Create(ctx, newSpace(org, guid, name)); err != nil {
-		return 0, 0, err
+		return t, err
 	}
+	t.created = time.Now()
 	b.spaces[org] = append(b.spaces[org], guid)
 	if err := b.seen.wait(ctx, quietTimeout, "the new space BuildReady", func() bool {
-		_, ok := b.seen.reached(guid, start, metav1.ConditionTrue, "")
+		_, ok := b.seen.reached(guid, t.start, metav1.ConditionTrue, "")
 		return ok
 	}); err != nil {
-		return 0, 0, fmt.Errorf("%w (%s)", err, b.notReady(ctx))
+		return t, fmt.Errorf("%w (%s)", err, b.notReady(ctx))
 	}
-	ready, _ := b.seen.reached(guid, start, metav1.ConditionTrue, "")
-	input, _ := b.lastInput(guid)
-	return ready.Sub(start), ready.Sub(input), nil
+	t.ready, _ = b.seen.reached(guid, t.start, metav1.ConditionTrue, "")
+	t.anchor, _ = b.seen.arrival("SubnamespaceAnchor", org, guid)
+	t.namespace, _ = b.seen.arrival("Namespace", "", guid)
+	t.input, _ = b.lastInput(guid)
+	return t, nil
 }
 
 // lastInput is when the last of what a space's BuildReady is computed from arrived: its

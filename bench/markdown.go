@@ -46,13 +46,15 @@ func markdown(r *Results, png string) string {
 	is := func(v bool) *bool { return &v }
 	pct := func(d Distribution) string { return fmt.Sprintf("%.3f / %.3f / %.3f", d.P50, d.P95, d.P99) }
 
-	row(phaseCFHNC, fmt.Sprintf("new space → BuildReady, quiet, %d spaces present (n=%d)", n, r.Quiet.Count), pct(r.Quiet),
+	row(phaseCFHNC, fmt.Sprintf("new space → BuildReady, quiet (HNC's queues empty), %d spaces present (n=%d)", n, r.Quiet.Count), pct(r.Quiet),
 		"HNC alone, quiet anchor → copies "+pct(r.HNCQuiet)+"; namespace create "+pct(r.Floor.Latency),
 		"p50 ≤ 0.25, p99 ≤ 1", is(r.Quiet.Count > 0 && r.Quiet.P50 <= 0.25 && r.Quiet.P99 <= 1))
 	row(phaseCFHNC, "cf-hnc's own share, quiet", pct(r.OwnShareQuiet), "", "p50 ≤ 0.020", is(r.OwnShareQuiet.Count > 0 && r.OwnShareQuiet.P50 <= 0.020))
 	row(phaseCFHNC, fmt.Sprintf("new space → BuildReady during the bulk creation (n=%d)", r.CFHNC.Latency.Count), pct(r.CFHNC.Latency),
 		"HNC alone anchor → copies "+pct(r.HNC.Latency), "", nil)
 	row(phaseCFHNC, "cf-hnc's own share, bulk", pct(r.OwnShareBulk), "", "p50 ≤ 0.020", is(r.OwnShareBulk.Count > 0 && r.OwnShareBulk.P50 <= 0.020))
+	row(phaseCFHNC, "after the bulk, until HNC's queues are empty (the quiet spaces wait for it)",
+		fmt.Sprintf("%.1f s after the last BuildReady", r.CFHNCIdleSeconds), fmt.Sprintf("HNC alone: %.1f s after the last copy", r.HNCIdleSeconds), "", nil)
 	row(phaseCFHNC, fmt.Sprintf("bulk: %d spaces created → all BuildReady", n),
 		fmt.Sprintf("%.1f s (%.1f spaces/s); every input copied at %.1f s", r.CFHNC.TotalSeconds, r.CFHNC.PerSecond, r.CFHNCEveryCopySeconds),
 		fmt.Sprintf("HNC alone %.1f s (%.1f/s); %d namespaces created in %.1f s", r.HNC.TotalSeconds, r.HNC.PerSecond, r.Floor.Latency.Count, r.Floor.TotalSeconds),
@@ -96,6 +98,10 @@ func markdown(r *Results, png string) string {
 			"", "new space ≤ 5 s", is(restart.r.ManagerReadySeconds > 0 && restart.r.NewSpaceSeconds <= 5))
 	}
 
+	fmt.Fprintf(&b, "\nWhere a quiet space's time goes, between the watch arrivals the bench sees (p50 / p95 in seconds):\n\n| stage | p50 | p95 |\n| --- | --- | --- |\n")
+	for _, d := range append(slices.Clone(r.QuietStages), r.HNCQuietStages...) {
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f |\n", d.Name, d.P50, d.P95)
+	}
 	fmt.Fprintf(&b, "\nThe manager's own histogram `cf_hnc_space_build_ready_seconds` (from creationTimestamp, whole seconds)\n")
 	fmt.Fprintf(&b, "observed %d spaces, mean %.2f s.\n\n", r.Steady.HistogramCount, r.Steady.HistogramMeanSeconds)
 	fmt.Fprintf(&b, "cf-hnc's writes over the run, until the quiet minute (`cf_hnc_api_writes_total`):\n\n| verb | kind | writes |\n| --- | --- | --- |\n")

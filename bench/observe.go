@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
@@ -25,7 +26,8 @@ import (
 // creationTimestamps, which have whole seconds.
 type observer struct {
 	mu sync.Mutex
-	// seen is the first arrival of a namespace, Secret or ServiceAccount, by kind/namespace/name.
+	// seen is the first arrival of a namespace, Secret, ServiceAccount or anchor, by
+	// kind/namespace/name.
 	seen map[string]time.Time
 	// dataChanged is the last arrival of a Secret whose data changed, by Secret key.
 	dataChanged map[string]time.Time
@@ -42,7 +44,7 @@ type transition struct {
 
 func key(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
 
-// observe starts watches of namespaces, Secrets, ServiceAccounts and CFSpaces, and returns once
+// observe starts watches of namespaces, Secrets, ServiceAccounts, anchors and CFSpaces, and returns once
 // they have listed what exists.
 func observe(ctx context.Context, cfg *rest.Config) (*observer, error) {
 	informers, err := cache.New(cfg, cache.Options{Scheme: cfscheme.New()})
@@ -50,7 +52,8 @@ func observe(ctx context.Context, cfg *rest.Config) (*observer, error) {
 		return nil, err
 	}
 	o := &observer{seen: map[string]time.Time{}, dataChanged: map[string]time.Time{}, spaces: map[string][]transition{}}
-	kinds := map[string]client.Object{"Namespace": &corev1.Namespace{}, "Secret": &corev1.Secret{}, "ServiceAccount": &corev1.ServiceAccount{}}
+	kinds := map[string]client.Object{"Namespace": &corev1.Namespace{}, "Secret": &corev1.Secret{}, "ServiceAccount": &corev1.ServiceAccount{},
+		"SubnamespaceAnchor": &hncv1alpha2.SubnamespaceAnchor{}}
 	for kind, obj := range kinds {
 		informer, err := informers.GetInformer(ctx, obj)
 		if err != nil {

@@ -335,12 +335,11 @@ func (b *bench) restartWith(ctx context.Context, stop func(), space string, r *R
 		return err
 	}
 	r.ManagerReadySeconds = time.Since(stopped).Seconds()
-	created := time.Now()
-	latency, _, err := b.newSpace(ctx, b.orgs[0], string(uuid.NewUUID()), space)
+	t, err := b.newSpace(ctx, b.orgs[0], string(uuid.NewUUID()), space)
 	if err != nil {
 		return err
 	}
-	r.NewSpaceSeconds = latency.Seconds()
-	r.StopToBuildReadySeconds = (created.Sub(stopped) + latency).Seconds()
+	r.NewSpaceSeconds = t.latency().Seconds()
+	r.StopToBuildReadySeconds = t.ready.Sub(stopped).Seconds()
 	return nil
 }

@@ -19,8 +19,16 @@ type Results struct {
 	// from the anchor's create until the copies of the org's Secret and ServiceAccount and of
 	// the root's Secret exist in the child, as cf-hnc's spaces need them.
 	HNC Bulk `json:"hncAlone"`
-	// HNCQuiet is HNC alone, one new anchor at a time once every subnamespace is there.
+	// HNCQuiet is HNC alone, one new anchor at a time once every subnamespace is there and
+	// HNC's queues are empty.
 	HNCQuiet Distribution `json:"hncAloneQuiet"`
+	// HNCQuietStages split HNCQuiet where the anchor's create call returned and at the watch
+	// arrivals of the anchor and the namespace.
+	HNCQuietStages []Distribution `json:"hncAloneQuietStages"`
+	// HNCIdleSeconds and CFHNCIdleSeconds are how long HNC's queues took to empty after each
+	// bulk: from HNC alone's last copy, from cf-hnc's last BuildReady.
+	HNCIdleSeconds   float64 `json:"hncIdleSeconds"`
+	CFHNCIdleSeconds float64 `json:"cfHNCIdleSeconds"`
 	// CFHNC is cf-hnc: orgs × spaces CFSpaces created in bulk, each latency from the create
 	// until the bench sees BuildReady=True.
 	CFHNC Bulk `json:"cfHNC"`
@@ -31,8 +39,11 @@ type Results struct {
 	// seen minus the arrival of the last of its inputs.
 	OwnShareBulk  Distribution `json:"ownShareBulk"`
 	OwnShareQuiet Distribution `json:"ownShareQuiet"`
-	// Quiet is one new space at a time with every space present.
+	// Quiet is one new space at a time with every space present and HNC's queues empty.
 	Quiet Distribution `json:"quiet"`
+	// QuietStages split Quiet where the CFSpace's create call returned and at the watch
+	// arrivals of the anchor, the namespace and the last input.
+	QuietStages []Distribution `json:"quietStages"`
 
 	Rotation      []Rotation `json:"rotation"`
 	StackNoSpaces StackFix   `json:"stackNoSpaces"`

@@ -39,3 +39,29 @@ func percentile(sorted []float64, p float64) float64 {
 	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
 	return sorted[max(rank, 1)-1]
 }
+
+// stages split latencies at the times between their start and end, one distribution per gap.
+type stages struct {
+	names   []string
+	samples [][]time.Duration
+}
+
+func newStages(names ...string) *stages {
+	return &stages{names: names, samples: make([][]time.Duration, len(names))}
+}
+
+// add takes a start and the end of each stage, in order.
+func (s *stages) add(start time.Time, ends ...time.Time) {
+	for i, end := range ends {
+		s.samples[i] = append(s.samples[i], end.Sub(start))
+		start = end
+	}
+}
+
+func (s *stages) distributions() []Distribution {
+	d := make([]Distribution, len(s.names))
+	for i, name := range s.names {
+		d[i] = distribution(name, s.samples[i])
+	}
+	return d
+}

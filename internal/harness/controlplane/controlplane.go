@@ -87,6 +87,7 @@ type ControlPlane struct {
 	manager          *component
 	managerArgs      []string
 	managerMetrics   string
+	hncMetrics       string
 	stopSecretVolume func()
 	kpack            *Kpack
 	kubelet          *standinkubelet.Kubelet

@@ -45,6 +45,7 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cp.hncMetrics = metrics
 	expected, err := cp.hncArgs()
 	if err != nil {
 		return err
@@ -70,6 +71,9 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	}
 	return cp.configureHNC(ctx, hnc)
 }
+
+// HNCMetrics is the address of the HNC manager's metrics endpoint (plain HTTP, loopback).
+func (cp *ControlPlane) HNCMetrics() string { return cp.hncMetrics }
 
 // hncArgs are the HNC manager flags that config/hnc says cf-hnc expects, less the addresses,
 // which the control plane sets to loopback ones.

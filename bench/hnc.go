@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// hncBusy reads the HNC manager's metrics (plain HTTP on loopback) and says whether any of its
+// controllers has work queued or in hand: controller-runtime's workqueue_depth, and
+// workqueue_unfinished_work_seconds for items being reconciled.
+func (b *bench) hncBusy(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.cp.HNCMetrics()+"/metrics", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("scraping HNC's metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range []string{"workqueue_depth", "workqueue_unfinished_work_seconds"} {
+		for _, m := range families[name].GetMetric() {
+			if m.GetGauge().GetValue() > 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// waitForHNCIdle waits until HNC's queues are empty, so that a quiet space is measured with
+// nothing ahead of it: after a bulk creation of 1,000, HNC reconciles every namespace's
+// hierarchy once more, at its client's QPS limit, for a minute after the last copy. It returns
+// when HNC was found idle.
+func (b *bench) waitForHNCIdle(ctx context.Context) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, quietTimeout)
+	defer cancel()
+	for {
+		busy, err := b.hncBusy(ctx)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !busy {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("HNC's queues not empty after %s", quietTimeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
