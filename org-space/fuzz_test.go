@@ -14,7 +14,8 @@ import (
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
 
-// FuzzOrgValidator submits arbitrary orgs to the org webhook beside an existing org "Acme": it
+// FuzzOrgValidator submits arbitrary orgs to the org webhook beside an existing org "Acme",
+// labelled with the key of its name as the webhooks and the reconciler label every org: it
 // must never panic, accept exactly the orgs that are in the root namespace, name a valid
 // namespace and take a free name, and refuse the others with a field-level reason.
 func FuzzOrgValidator(f *testing.F) {
@@ -26,7 +27,8 @@ func FuzzOrgValidator(f *testing.F) {
 	f.Add("fine", "default", "elsewhere")
 	f.Fuzz(func(t *testing.T, name, namespace, displayName string) {
 		existing := &cfv1alpha1.CFOrg{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "cf", Name: "existing", CreationTimestamp: metav1.NewTime(time.Unix(0, 0))},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "cf", Name: "existing", CreationTimestamp: metav1.NewTime(time.Unix(0, 0)),
+				Labels: map[string]string{cfv1alpha1.DisplayNameKeyLabel: cfv1alpha1.DisplayNameKey("Acme")}},
 			Spec:       cfv1alpha1.CFOrgSpec{DisplayName: "Acme"},
 		}
 		reader := fake.NewClientBuilder().WithScheme(cfscheme.New()).WithObjects(existing).Build()

@@ -48,7 +48,7 @@ func (r *OrgReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result
 	if !org.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, org)
 	}
-	if err := addFinalizer(ctx, r.client, org); err != nil {
+	if err := addFinalizerAndKey(ctx, r.client, org); err != nil {
 		return ctrl.Result{}, err
 	}
 	report := r.reporter.Track(org)

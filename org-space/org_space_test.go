@@ -123,6 +123,33 @@ var _ = Describe("Orgs and spaces", func() {
 			Expect(prod.Spec.DisplayName).To(Equal("prod"))
 		})
 
+		It("labels orgs and spaces with the key of their display name as they are created and renamed", func(ctx SpecContext) {
+			org := newOrg("Org " + string(uuid.NewUUID()))
+			Expect(k8s.Create(ctx, org)).To(Succeed())
+			Expect(org.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey(org.Spec.DisplayName)))
+			space := newSpace(org.Name, "dev")
+			Expect(k8s.Create(ctx, space)).To(Succeed())
+			Expect(space.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("dev")))
+			patch := client.MergeFrom(space.DeepCopy())
+			space.Spec.DisplayName = "Development"
+			Expect(k8s.Patch(ctx, space, patch)).To(Succeed())
+			Expect(space.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("development")))
+		})
+
+		It("labels again a space that lost the key of its display name, and refuses its name to another", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			space := createSpace(ctx, org.Name, "dev")
+			patch := client.MergeFrom(space.DeepCopy())
+			delete(space.Labels, cfv1alpha1.DisplayNameKeyLabel)
+			Expect(k8s.Patch(ctx, space, patch)).To(Succeed())
+			Expect(space.Labels).NotTo(HaveKey(cfv1alpha1.DisplayNameKeyLabel))
+			Eventually(func(g Gomega) map[string]string {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(space), space)).To(Succeed())
+				return space.Labels
+			}).Should(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("dev")))
+			Expect(k8s.Create(ctx, newSpace(org.Name, "DEV"))).To(MatchError(ContainSubstring("Name must be unique per organization")))
+		})
+
 		It("rejects an org outside the root namespace", func(ctx SpecContext) {
 			org := newOrg("Stray " + string(uuid.NewUUID()))
 			org.Namespace = "default"

@@ -68,7 +68,7 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 		r.waits.forget(space.UID)
 		return spaceNamespace(space).finishDeletion(ctx, r.client, r.recorder, space)
 	}
-	if err := addFinalizer(ctx, r.client, space); err != nil {
+	if err := addFinalizerAndKey(ctx, r.client, space); err != nil {
 		return ctrl.Result{}, err
 	}
 	report := r.reporter.Track(space)

@@ -162,9 +162,12 @@ func (s subnamespace) allowCascadingDeletion(ctx context.Context, c client.Clien
 	return client.IgnoreNotFound(c.Patch(ctx, hierarchy, patch, fieldOwner))
 }
 
-// addFinalizer keeps obj until its namespace is gone.
-func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
-	if !controllerutil.AddFinalizer(obj, Finalizer) {
+// addFinalizerAndKey keeps obj until its namespace is gone, and labels it with the key of its
+// display name if the webhooks did not (made before the label, or with the webhooks off), in
+// one write.
+func addFinalizerAndKey(ctx context.Context, c client.Client, obj cfv1alpha1.DisplayNamed) error {
+	added := controllerutil.AddFinalizer(obj, Finalizer)
+	if labelled := setDisplayNameKey(obj); !added && !labelled {
 		return nil
 	}
 	return c.Update(ctx, obj)

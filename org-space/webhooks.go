@@ -17,6 +17,8 @@ import (
 // The webhooks see a creation, and an update only when it renames: an update of anything else
 // (an administrator removing a finalizer while the manager is down) does not wait for them.
 // +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cforg,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cforgs,verbs=create;update,versions=v1alpha1,name=vcforg.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"matchConditions":[{"name":"renames","expression":"request.operation == 'CREATE' || object.spec.displayName != oldObject.spec.displayName"}]}`
+// +kubebuilder:webhook:path=/mutate-workloads-cloudfoundry-org-v1alpha1-cforg,mutating=true,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cforgs,verbs=create;update,versions=v1alpha1,name=mcforg.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"matchConditions":[{"name":"renames","expression":"request.operation == 'CREATE' || object.spec.displayName != oldObject.spec.displayName"}]}`
+// +kubebuilder:webhook:path=/mutate-workloads-cloudfoundry-org-v1alpha1-cfspace,mutating=true,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=create;update,versions=v1alpha1,name=mcfspace.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"matchConditions":[{"name":"renames","expression":"request.operation == 'CREATE' || object.spec.displayName != oldObject.spec.displayName"}]}`
 // +kubebuilder:webhook:path=/validate-workloads-cloudfoundry-org-v1alpha1-cfspace,mutating=false,failurePolicy=fail,sideEffects=None,groups=workloads.cloudfoundry.org,resources=cfspaces,verbs=create;update,versions=v1alpha1,name=vcfspace.workloads.cloudfoundry.org,admissionReviewVersions=v1,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"matchConditions":[{"name":"renames","expression":"request.operation == 'CREATE' || object.spec.displayName != oldObject.spec.displayName"}]}`
 
 // The messages of the Cloud Foundry API for taken names.
@@ -27,16 +29,50 @@ const (
 
 var displayNamePath = field.NewPath("spec", "displayName")
 
-// SetupWebhooks registers the validating webhooks of orgs and spaces. They read through
-// reader, which should not be a cache: two orgs created in quick succession must see each
-// other. The reconcilers settle what a race lets through (DuplicateName).
+// SetupWebhooks registers the webhooks of orgs and spaces. The mutating ones label each with
+// the key of its display name as it is created or renamed; the validating ones find a taken
+// name by that label, through reader, which should not be a cache: two orgs created in quick
+// succession must see each other. The label keeps that read small: the objects of one name,
+// not every org, or every space of an org. The reconcilers settle what a race lets through
+// (DuplicateName), and label what was made without the webhooks.
 func SetupWebhooks(mgr ctrl.Manager, reader client.Reader, root string) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFOrg{}).
+		WithDefaulter(displayNameKeyDefaulter[*cfv1alpha1.CFOrg]{}).
 		WithValidator(&OrgValidator{reader: reader, root: root}).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFSpace{}).
+		WithDefaulter(displayNameKeyDefaulter[*cfv1alpha1.CFSpace]{}).
 		WithValidator(&SpaceValidator{reader: reader, root: root}).Complete()
+}
+
+// displayNameKeyDefaulter labels an org or a space with the key of its display name.
+type displayNameKeyDefaulter[T cfv1alpha1.DisplayNamed] struct{}
+
+func (displayNameKeyDefaulter[T]) Default(_ context.Context, obj T) error {
+	setDisplayNameKey(obj)
+	return nil
+}
+
+// setDisplayNameKey labels obj with the key of its display name; it says whether it changed
+// the label.
+func setDisplayNameKey(obj cfv1alpha1.DisplayNamed) bool {
+	key := cfv1alpha1.DisplayNameKey(obj.GetDisplayName())
+	labels := obj.GetLabels()
+	if labels[cfv1alpha1.DisplayNameKeyLabel] == key {
+		return false
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[cfv1alpha1.DisplayNameKeyLabel] = key
+	obj.SetLabels(labels)
+	return true
+}
+
+// sameKey selects the objects whose display name has the key of displayName.
+func sameKey(displayName string) client.MatchingLabels {
+	return client.MatchingLabels{cfv1alpha1.DisplayNameKeyLabel: cfv1alpha1.DisplayNameKey(displayName)}
 }
 
 // OrgValidator keeps orgs in the root namespace with unique display names.
@@ -75,7 +111,7 @@ func (v *OrgValidator) ValidateDelete(context.Context, *cfv1alpha1.CFOrg) (admis
 
 func (v *OrgValidator) checkName(ctx context.Context, org *cfv1alpha1.CFOrg) error {
 	orgs := &cfv1alpha1.CFOrgList{}
-	if err := v.reader.List(ctx, orgs, client.InNamespace(v.root)); err != nil {
+	if err := v.reader.List(ctx, orgs, client.InNamespace(v.root), sameKey(org.Spec.DisplayName)); err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	if taken(orgs.Items, org.Name, org.Spec.DisplayName) {
@@ -124,7 +160,7 @@ func (v *SpaceValidator) ValidateDelete(context.Context, *cfv1alpha1.CFSpace) (a
 
 func (v *SpaceValidator) checkName(ctx context.Context, space *cfv1alpha1.CFSpace) error {
 	spaces := &cfv1alpha1.CFSpaceList{}
-	if err := v.reader.List(ctx, spaces, client.InNamespace(space.Namespace)); err != nil {
+	if err := v.reader.List(ctx, spaces, client.InNamespace(space.Namespace), sameKey(space.Spec.DisplayName)); err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	if taken(spaces.Items, space.Name, space.Spec.DisplayName) {

@@ -23,6 +23,11 @@ const (
 	// SpaceNameAnnotation is on space namespaces: the space's display name.
 	SpaceNameAnnotation = "workloads.cloudfoundry.org/space-name"
 
+	// DisplayNameKeyLabel is on CFOrgs and CFSpaces: DisplayNameKey of the display name, so
+	// that a taken name is found with a label selector instead of by reading every org, or
+	// every space of an org.
+	DisplayNameKeyLabel = "workloads.cloudfoundry.org/display-name-key"
+
 	// DedicatedBuilderLabel is on the kpack Builders that cf-hnc makes for lifecycles that name
 	// their own buildpacks or stack.
 	DedicatedBuilderLabel = "workloads.cloudfoundry.org/dedicated-builder"

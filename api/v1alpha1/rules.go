@@ -1,9 +1,12 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +25,22 @@ type DisplayNamed interface {
 // SameDisplayName says whether two display names are the same name, compared
 // case-insensitively as Cloud Foundry does.
 func SameDisplayName(a, b string) bool { return strings.EqualFold(a, b) }
+
+// DisplayNameKey is a label value that two display names share when SameDisplayName says they
+// are the same: a hash of the name with each letter folded as strings.EqualFold folds it. Two
+// names may share a key and differ (a collision of 160 bits), so the key narrows a search and
+// SameDisplayName decides.
+func DisplayNameKey(displayName string) string {
+	folded := strings.Map(func(r rune) rune {
+		smallest := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			smallest = min(smallest, f)
+		}
+		return smallest
+	}, displayName)
+	sum := sha256.Sum256([]byte(folded))
+	return hex.EncodeToString(sum[:20])
+}
 
 // DisplayNameOwner returns the object that owns a display name among items: the oldest live
 // one with that name, ties going to the smaller GUID, so that every reconcile of every object
