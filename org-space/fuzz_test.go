@@ -29,7 +29,7 @@ func FuzzOrgValidator(f *testing.F) {
 		existing := &cfv1alpha1.CFOrg{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "cf", Name: "existing", CreationTimestamp: metav1.NewTime(time.Unix(0, 0)),
 				Labels: map[string]string{cfv1alpha1.DisplayNameKeyLabel: cfv1alpha1.DisplayNameKey("Acme")}},
-			Spec:       cfv1alpha1.CFOrgSpec{DisplayName: "Acme"},
+			Spec: cfv1alpha1.CFOrgSpec{DisplayName: "Acme"},
 		}
 		reader := fake.NewClientBuilder().WithScheme(cfscheme.New()).WithObjects(existing).Build()
 		v := &OrgValidator{reader: reader, root: "cf"}
