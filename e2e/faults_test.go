@@ -139,9 +139,9 @@ var _ = Describe("Faults", Label("faults"), func() {
 		cp.KillManager()
 
 		update(ctx, cfOrg, func() { cfOrg.Finalizers = nil })
-		By("renaming, which the webhook checks, is refused while the manager is down")
+		By("renaming, which the webhooks label and check, is refused while the manager is down")
 		cfOrg.Spec.DisplayName = "renamed-" + org
-		Expect(k8s.Update(ctx, cfOrg)).To(MatchError(ContainSubstring("vcforg.workloads.cloudfoundry.org")))
+		Expect(k8s.Update(ctx, cfOrg)).To(MatchError(MatchRegexp(`failed calling webhook "[mv]cforg\.workloads\.cloudfoundry\.org"`)))
 	})
 
 	It("hands the work to the second replica when the leader is killed in the middle of it", func(ctx SpecContext) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
 )
 
 var _ = Describe("Orgs and spaces", func() {
@@ -123,13 +124,15 @@ var _ = Describe("Orgs and spaces", func() {
 			Expect(prod.Spec.DisplayName).To(Equal("prod"))
 		})
 
-		It("labels orgs and spaces with the key of their display name as they are created and renamed", func(ctx SpecContext) {
+		It("labels orgs and spaces with the key of their display name as they are created and renamed, and gives them their finalizer at creation", func(ctx SpecContext) {
 			org := newOrg("Org " + string(uuid.NewUUID()))
 			Expect(k8s.Create(ctx, org)).To(Succeed())
 			Expect(org.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey(org.Spec.DisplayName)))
+			Expect(org.Finalizers).To(ConsistOf(orgspace.Finalizer))
 			space := newSpace(org.Name, "dev")
 			Expect(k8s.Create(ctx, space)).To(Succeed())
 			Expect(space.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("dev")))
+			Expect(space.Finalizers).To(ConsistOf(orgspace.Finalizer))
 			patch := client.MergeFrom(space.DeepCopy())
 			space.Spec.DisplayName = "Development"
 			Expect(k8s.Patch(ctx, space, patch)).To(Succeed())

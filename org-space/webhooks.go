@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -30,27 +32,33 @@ const (
 var displayNamePath = field.NewPath("spec", "displayName")
 
 // SetupWebhooks registers the webhooks of orgs and spaces. The mutating ones label each with
-// the key of its display name as it is created or renamed; the validating ones find a taken
+// the key of its display name as it is created or renamed, and add its finalizer as it is
+// created; the validating ones find a taken
 // name by that label, through reader, which should not be a cache: two orgs created in quick
 // succession must see each other. The label keeps that read small: the objects of one name,
 // not every org, or every space of an org. The reconcilers settle what a race lets through
 // (DuplicateName), and label what was made without the webhooks.
 func SetupWebhooks(mgr ctrl.Manager, reader client.Reader, root string) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFOrg{}).
-		WithDefaulter(displayNameKeyDefaulter[*cfv1alpha1.CFOrg]{}).
+		WithDefaulter(defaulter[*cfv1alpha1.CFOrg]{}).
 		WithValidator(&OrgValidator{reader: reader, root: root}).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFSpace{}).
-		WithDefaulter(displayNameKeyDefaulter[*cfv1alpha1.CFSpace]{}).
+		WithDefaulter(defaulter[*cfv1alpha1.CFSpace]{}).
 		WithValidator(&SpaceValidator{reader: reader, root: root}).Complete()
 }
 
-// displayNameKeyDefaulter labels an org or a space with the key of its display name.
-type displayNameKeyDefaulter[T cfv1alpha1.DisplayNamed] struct{}
+// defaulter labels an org or a space with the key of its display name and, as it is created,
+// adds the finalizer: the first reconcile then goes straight to the anchor, with no write
+// before it.
+type defaulter[T cfv1alpha1.DisplayNamed] struct{}
 
-func (displayNameKeyDefaulter[T]) Default(_ context.Context, obj T) error {
+func (defaulter[T]) Default(ctx context.Context, obj T) error {
 	setDisplayNameKey(obj)
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		controllerutil.AddFinalizer(obj, Finalizer)
+	}
 	return nil
 }
 
