@@ -48,7 +48,7 @@ func Filter(config *rest.Config, httpClient *http.Client) (metricsserver.Filter,
 		return nil, err
 	}
 	return func(log logr.Logger, next http.Handler) (http.Handler, error) {
-		g := &guard{tokens: authentication.TokenReviews(), access: authorization.SubjectAccessReviews(), allowed: map[[sha256.Size]byte]time.Time{}}
+		g := newGuard(authentication.TokenReviews(), authorization.SubjectAccessReviews(), time.Now)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			status, err := g.check(r)
 			if err != nil {
@@ -66,9 +66,14 @@ func Filter(config *rest.Config, httpClient *http.Client) (metricsserver.Filter,
 type guard struct {
 	tokens authenticationclient.TokenReviewInterface
 	access authorizationclient.SubjectAccessReviewInterface
+	now    func() time.Time
 
 	mu      sync.Mutex
 	allowed map[[sha256.Size]byte]time.Time // hash of verb, path and token → allowed until
+}
+
+func newGuard(tokens authenticationclient.TokenReviewInterface, access authorizationclient.SubjectAccessReviewInterface, now func() time.Time) *guard {
+	return &guard{tokens: tokens, access: access, now: now, allowed: map[[sha256.Size]byte]time.Time{}}
 }
 
 // check answers 200 for a request that may go on, 401 without an accepted token, 403 for a user
@@ -114,7 +119,7 @@ func (g *guard) check(r *http.Request) (int, error) {
 func (g *guard) stillAllowed(key [sha256.Size]byte) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return time.Now().Before(g.allowed[key])
+	return g.now().Before(g.allowed[key])
 }
 
 func (g *guard) allow(key [sha256.Size]byte) {
@@ -123,5 +128,5 @@ func (g *guard) allow(key [sha256.Size]byte) {
 	if len(g.allowed) >= maxAllowed {
 		clear(g.allowed)
 	}
-	g.allowed[key] = time.Now().Add(allowedFor)
+	g.allowed[key] = g.now().Add(allowedFor)
 }
