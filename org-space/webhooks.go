@@ -33,11 +33,11 @@ var displayNamePath = field.NewPath("spec", "displayName")
 
 // SetupWebhooks registers the webhooks of orgs and spaces. The mutating ones label each with
 // the key of its display name as it is created or renamed, and add its finalizer as it is
-// created; the validating ones find a taken
-// name by that label, through reader, which should not be a cache: two orgs created in quick
-// succession must see each other. The label keeps that read small: the objects of one name,
-// not every org, or every space of an org. The reconcilers settle what a race lets through
-// (DuplicateName), and label what was made without the webhooks.
+// created; the validating ones find a taken name by that label, through reader, which should
+// not be a cache: two orgs created in quick succession must see each other. The label keeps
+// that read small: the objects of one name, not every org, or every space of an org. The
+// reconcilers settle what a race lets through (DuplicateName), and label what was made without
+// the webhooks.
 func SetupWebhooks(mgr ctrl.Manager, reader client.Reader, root string) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFOrg{}).
 		WithDefaulter(defaulter[*cfv1alpha1.CFOrg]{}).
