@@ -98,9 +98,10 @@ var _ = Describe("Build configuration placed once per org", func() {
 
 		testenv.Update(ctx, k8s, secret, func() { secret.Data[corev1.DockerConfigJsonKey] = dockerConfig("registry.local", "rotated") })
 		for _, space := range spaces {
-			Eventually(func() []byte {
+			// HNC may not have made the first copy yet: wait for it too.
+			Eventually(func(g Gomega) []byte {
 				copied := &corev1.Secret{}
-				Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, copied)).To(Succeed())
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "registry"}, copied)).To(Succeed())
 				return copied.Data[corev1.DockerConfigJsonKey]
 			}).Should(Equal(dockerConfig("registry.local", "rotated")))
 		}
