@@ -34,6 +34,10 @@ func (b *bench) hncBusy(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, name := range []string{"workqueue_depth", "workqueue_unfinished_work_seconds"} {
+		if families[name] == nil {
+			// Not idle, unknown: a run must not call HNC quiet on a metric it does not have.
+			return false, fmt.Errorf("HNC's metrics have no %s", name)
+		}
 		for _, m := range families[name].GetMetric() {
 			if m.GetGauge().GetValue() > 0 {
 				return true, nil
