@@ -32,6 +32,7 @@ const (
 	hncRoot = "bench-hnc"
 )
 
+// createAll creates objs in order and stops at the first error.
 func createAll(ctx context.Context, c client.Client, objs ...client.Object) error {
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
