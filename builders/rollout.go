@@ -40,6 +40,22 @@ var BuildPodSelector = func() labels.Selector {
 	return labels.NewSelector().Add(*hasBuild)
 }()
 
+// TrimBuildPod keeps of a cached build pod what the rollout reads: its metadata but the managed
+// fields, its scheduling gates and its phase. A build pod is mostly its containers (kpack's
+// lifecycle steps with their environment), and kpack keeps the pods of every Build in an
+// Image's history: cached whole, they would grow the manager with every push and rebuild.
+func TrimBuildPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta,
+		Spec:   corev1.PodSpec{SchedulingGates: pod.Spec.SchedulingGates},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase}}
+	trimmed.ManagedFields = nil
+	return trimmed, nil
+}
+
 // isRebuildPod says whether a pod is kpack's pod of a rebuild: every reason of its Build is one
 // that no push gives.
 func isRebuildPod(pod *corev1.Pod) bool {

@@ -76,6 +76,33 @@ var _ = Describe("pacing rebuilds", func() {
 		Expect(released(planRollout(pods, 0, nil))).To(HaveLen(3), "no limit")
 	})
 
+	It("plans the same from the pods as the cache keeps them, without their containers", func() {
+		running := gatedPod("running", "STACK", 0)
+		running.Spec.SchedulingGates = nil
+		done := gatedPod("done", "STACK", 0)
+		done.Status.Phase = corev1.PodFailed
+		deleting := gatedPod("deleting", "STACK", 0)
+		deleting.DeletionTimestamp = &metav1.Time{Time: epoch}
+		pods := []corev1.Pod{gatedPod("upgrade", "BUILDPACK", 1), running, done, deleting, gatedPod("fix-new", "STACK", 3), gatedPod("fix-old", "STACK", 2)}
+		var cached []corev1.Pod
+		for _, pod := range pods {
+			pod.Spec.Containers = []corev1.Container{{Name: "completion", Image: "lifecycle", Env: []corev1.EnvVar{{Name: "CNB_PLATFORM_API", Value: "0.13"}}}}
+			pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kpack"}}
+			obj, err := TrimBuildPod(&pod)
+			Expect(err).NotTo(HaveOccurred())
+			trimmed := obj.(*corev1.Pod)
+			Expect(trimmed.Spec.Containers).To(BeEmpty())
+			Expect(trimmed.ManagedFields).To(BeEmpty())
+			cached = append(cached, *trimmed)
+		}
+
+		whole, kept := planRollout(pods, 3, nil), planRollout(cached, 3, nil)
+		Expect(released(kept)).To(Equal([]string{"fix-old", "fix-new"}))
+		Expect(released(kept)).To(Equal(released(whole)))
+		Expect([]int{kept.running, kept.waiting}).To(Equal([]int{whole.running, whole.waiting}))
+		Expect([]int{kept.running, kept.waiting}).To(Equal([]int{3, 1}), "running, waiting")
+	})
+
 	It("counts the pods it let run as running, whatever a stale cache says", func() {
 		pods := []corev1.Pod{gatedPod("a", "STACK", 0), gatedPod("b", "STACK", 1)}
 		Expect(released(planRollout(pods, 1, map[types.UID]bool{"a": true}))).To(BeEmpty())

@@ -39,8 +39,9 @@ type Config struct {
 }
 
 // Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
-// and ServiceAccounts are cached, not every Secret of the cluster, only kpack's build pods,
-// and no managed fields but those of the Secrets and ServiceAccounts an operator placed.
+// and ServiceAccounts are cached, not every Secret of the cluster; only kpack's build pods, and
+// only what the rollout reads of them; no managed fields but those of the Secrets and
+// ServiceAccounts an operator placed.
 // The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
 // benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
 func Options() ctrl.Options {
@@ -54,7 +55,7 @@ func Options() ctrl.Options {
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Secret{}:         {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
 				&corev1.ServiceAccount{}: {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
-				&corev1.Pod{}:            {Label: builders.BuildPodSelector},
+				&corev1.Pod{}:            {Label: builders.BuildPodSelector, Transform: builders.TrimBuildPod},
 			},
 		},
 	}
