@@ -1,9 +1,11 @@
 package orgspace
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -139,20 +141,15 @@ type SpaceValidator struct {
 
 var _ admission.Validator[*cfv1alpha1.CFSpace] = (*SpaceValidator)(nil)
 
-// ValidateCreate rejects a space outside an org namespace or with a name taken in its org.
+// ValidateCreate rejects a space outside an org namespace or with a name taken in its org. The
+// two reads go to the apiserver at once: every `cf create-space` waits for them.
 func (v *SpaceValidator) ValidateCreate(ctx context.Context, space *cfv1alpha1.CFSpace) (admission.Warnings, error) {
-	err := v.reader.Get(ctx, client.ObjectKey{Namespace: v.root, Name: space.Namespace}, &cfv1alpha1.CFOrg{})
-	if apierrors.IsNotFound(err) {
-		return nil, invalid("CFSpace", space.Name, field.Invalid(field.NewPath("metadata", "namespace"), space.Namespace,
-			fmt.Sprintf("spaces are created in the namespace of their org; there is no org %q in %q", space.Namespace, v.root)))
-	}
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	if err := validGUID("CFSpace", space.Name); err != nil {
-		return nil, err
-	}
-	return nil, v.checkName(ctx, space)
+	var orgErr, nameErr error
+	var reads sync.WaitGroup
+	reads.Go(func() { orgErr = v.checkOrg(ctx, space) })
+	reads.Go(func() { nameErr = v.checkName(ctx, space) })
+	reads.Wait()
+	return nil, cmp.Or(orgErr, validGUID("CFSpace", space.Name), nameErr)
 }
 
 // ValidateUpdate rejects renaming a space to a name taken in its org.
@@ -166,6 +163,18 @@ func (v *SpaceValidator) ValidateUpdate(ctx context.Context, old, space *cfv1alp
 // ValidateDelete allows every deletion.
 func (v *SpaceValidator) ValidateDelete(context.Context, *cfv1alpha1.CFSpace) (admission.Warnings, error) {
 	return nil, nil
+}
+
+func (v *SpaceValidator) checkOrg(ctx context.Context, space *cfv1alpha1.CFSpace) error {
+	err := v.reader.Get(ctx, client.ObjectKey{Namespace: v.root, Name: space.Namespace}, &cfv1alpha1.CFOrg{})
+	if apierrors.IsNotFound(err) {
+		return invalid("CFSpace", space.Name, field.Invalid(field.NewPath("metadata", "namespace"), space.Namespace,
+			fmt.Sprintf("spaces are created in the namespace of their org; there is no org %q in %q", space.Namespace, v.root)))
+	}
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return nil
 }
 
 func (v *SpaceValidator) checkName(ctx context.Context, space *cfv1alpha1.CFSpace) error {
