@@ -1,0 +1,119 @@
+package manager_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/builders"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/manager"
+)
+
+func TestManager(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "manager (unit; apiserver)")
+}
+
+var (
+	k8s    client.Client
+	cached client.Client
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	cp, err := controlplane.Start(ctx, controlplane.Options{WorkDir: filepath.Join(".local", "manager")})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cp.Stop)
+	k8s = cp.Client
+
+	opts := manager.Options()
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	mgr, err := ctrl.NewManager(cp.Config, opts)
+	Expect(err).NotTo(HaveOccurred())
+	mgrCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	DeferCleanup(func() {
+		stop()
+		Eventually(done, time.Minute).Should(Receive(BeNil()))
+	})
+	cached = mgr.GetClient()
+}, NodeTimeout(2*time.Minute))
+
+var _ = Describe("The manager's cache", func() {
+	const namespace = "cache"
+	labelled := map[string]string{cfv1alpha1.BuildConfigLabel: "true"}
+
+	BeforeEach(func(ctx SpecContext) {
+		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+	})
+
+	// cachedAs waits until the cache holds obj's name and returns what it holds.
+	cachedAs := func(ctx context.Context, obj client.Object) client.Object {
+		held := obj.DeepCopyObject().(client.Object)
+		Eventually(func() error { return cached.Get(ctx, client.ObjectKeyFromObject(obj), held) }).Should(Succeed())
+		return held
+	}
+
+	It("keeps the managed fields of the build configuration an operator placed, not of HNC's copies, and no other Secret", func(ctx SpecContext) {
+		placed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "placed", Labels: labelled},
+			StringData: map[string]string{"key": "placed"}}
+		copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "copied",
+			Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true", hncv1alpha2.LabelInheritedFrom: "org"}},
+			StringData: map[string]string{"key": "copied"}}
+		other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "other"}}
+		// The unlabelled one first: once a later one is cached, the cache has seen it too.
+		for _, obj := range []client.Object{other, placed, copied} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+		}
+
+		Expect(cachedAs(ctx, placed).GetManagedFields()).NotTo(BeEmpty())
+		copiedHeld := cachedAs(ctx, copied).(*corev1.Secret)
+		Expect(copiedHeld.ManagedFields).To(BeEmpty())
+		Expect(copiedHeld.Data).To(HaveKeyWithValue("key", []byte("copied")))
+		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{}))).To(BeTrue(), "an unlabelled Secret is not cached")
+	})
+
+	It("keeps of kpack's build pods what the rollout reads, and no other pod", func(ctx SpecContext) {
+		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"}}))).To(Succeed())
+		pod := func(name string, podLabels map[string]string) *corev1.Pod {
+			return &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: podLabels,
+					Annotations: map[string]string{builders.PacedAnnotation: "true", kpackv1alpha2.BuildReasonAnnotation: "STACK"}},
+				Spec: corev1.PodSpec{
+					SchedulingGates: []corev1.PodSchedulingGate{{Name: builders.RolloutGate}},
+					Containers: []corev1.Container{{Name: "completion", Image: "lifecycle",
+						Env: []corev1.EnvVar{{Name: "CNB_PLATFORM_API", Value: "0.13"}}}},
+				},
+			}
+		}
+		build := pod("build", map[string]string{kpackv1alpha2.BuildLabel: "build"})
+		other := pod("other", nil)
+		for _, obj := range []client.Object{other, build} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+		}
+
+		held := cachedAs(ctx, build).(*corev1.Pod)
+		Expect(held.Spec.Containers).To(BeEmpty())
+		Expect(held.ManagedFields).To(BeEmpty())
+		Expect(held.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: builders.RolloutGate}))
+		Expect(held.Annotations).To(HaveKeyWithValue(kpackv1alpha2.BuildReasonAnnotation, "STACK"))
+		Expect(held.Status.Phase).To(Equal(corev1.PodPending))
+		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Pod{}))).To(BeTrue(), "a pod of no Build is not cached")
+	})
+})
