@@ -111,16 +111,28 @@ func (o *observer) arrived(k string) {
 	}
 }
 
-// placed records when HNC placed a space's namespace in the tree: it writes the space's GUID
-// label, which cf-hnc asks for on the anchor, in the same write as its tree labels.
+// placed records when HNC placed a namespace in the tree (it writes the namespace's tree
+// labels) and when it labelled a space's namespace with the GUID that cf-hnc asks for on the
+// anchor, which it writes with the tree labels.
 func (o *observer) placed(obj metav1.Object) {
-	if ns, ok := obj.(*corev1.Namespace); ok && ns.Labels[cfv1alpha1.SpaceGUIDLabel] != "" {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return
+	}
+	if _, inTree := ns.Labels[ns.Name+hncv1alpha2.LabelTreeDepthSuffix]; inTree {
+		o.arrived(key(namespaceInTree, "", ns.Name))
+	}
+	if ns.Labels[cfv1alpha1.SpaceGUIDLabel] != "" {
 		o.arrived(key(placedNamespace, "", ns.Name))
 	}
 }
 
-// placedNamespace is the kind under which the observer records a placed space namespace.
-const placedNamespace = "PlacedNamespace"
+// The kinds under which the observer records a namespace in HNC's tree, and a space namespace
+// placed and labelled as cf-hnc asks.
+const (
+	namespaceInTree = "NamespaceInTree"
+	placedNamespace = "PlacedNamespace"
+)
 
 func (o *observer) changedData(k string) {
 	now := time.Now()

@@ -22,8 +22,11 @@ type Results struct {
 	// HNCQuiet is HNC alone, one new anchor at a time once every subnamespace is there and
 	// HNC's queues are empty.
 	HNCQuiet Distribution `json:"hncAloneQuiet"`
-	// HNCQuietStages split HNCQuiet where the anchor's create call returned and at the watch
-	// arrivals of the anchor and the namespace.
+	// HNCQuietInTree is HNCQuiet until the namespace is in HNC's tree as well, which a space's
+	// BuildReady waits for.
+	HNCQuietInTree Distribution `json:"hncAloneQuietInTree"`
+	// HNCQuietStages split HNCQuietInTree where the anchor's create call returned and at the
+	// watch arrivals of the anchor and the namespace.
 	HNCQuietStages []Distribution `json:"hncAloneQuietStages"`
 	// HNCIdleSeconds and CFHNCIdleSeconds are how long HNC's queues took to empty after each
 	// bulk: from HNC alone's last copy, from cf-hnc's last BuildReady.
