@@ -20,6 +20,7 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 	"code.cloudfoundry.org/cf-hnc/manager"
 )
 
@@ -44,13 +45,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	opts.HealthProbeBindAddress = "0"
 	mgr, err := ctrl.NewManager(cp.Config, opts)
 	Expect(err).NotTo(HaveOccurred())
-	mgrCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	DeferCleanup(func() {
-		stop()
-		Eventually(done, time.Minute).Should(Receive(BeNil()))
-	})
+	testenv.RunManager(mgr)
 	cached = mgr.GetClient()
 }, NodeTimeout(2*time.Minute))
 

@@ -56,19 +56,24 @@ func Start(ctx context.Context, suite string) *controlplane.ControlPlane {
 	mgr, err := ctrl.NewManager(cp.Config, opts)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(manager.Setup(mgr, manager.Config{RootNamespace: RootNamespace, BuilderNamespace: BuilderNamespace, Webhooks: true})).To(Succeed())
-	mgrCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	DeferCleanup(func() {
-		stop()
-		Eventually(done, time.Minute).Should(Receive(BeNil()))
-	})
+	RunManager(mgr)
 	Expect(cp.RegisterWebhooks()).To(Succeed())
 	running = cp
 	return cp
 }
 
 var running *controlplane.ControlPlane
+
+// RunManager starts mgr and registers its stop, which must be clean, with DeferCleanup.
+func RunManager(mgr ctrl.Manager) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	DeferCleanup(func() {
+		stop()
+		Eventually(done, time.Minute).Should(Receive(BeNil()))
+	})
+}
 
 // ExpectHealthy fails the spec if a component of the control plane died, naming it and its
 // log. Register it with AfterEach.
