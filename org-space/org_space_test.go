@@ -1,11 +1,15 @@
 package orgspace_test
 
 import (
+	"context"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
 )
 
@@ -129,6 +134,8 @@ var _ = Describe("Orgs and spaces", func() {
 			Expect(k8s.Create(ctx, org)).To(Succeed())
 			Expect(org.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey(org.Spec.DisplayName)))
 			Expect(org.Finalizers).To(ConsistOf(orgspace.Finalizer))
+			// A space can be created only once HNC has made its org's namespace.
+			Eventually(readiness(ctx, org)).Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
 			space := newSpace(org.Name, "dev")
 			Expect(k8s.Create(ctx, space)).To(Succeed())
 			Expect(space.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("dev")))
@@ -150,6 +157,22 @@ var _ = Describe("Orgs and spaces", func() {
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(space), space)).To(Succeed())
 				return space.Labels
 			}).Should(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("dev")))
+			Expect(k8s.Create(ctx, newSpace(org.Name, "DEV"))).To(MatchError(ContainSubstring("Name must be unique per organization")))
+		})
+
+		It("creates a space while its mutating webhook does not answer, as during an upgrade, and labels it and adds its finalizer after", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			withSpaceDefaulterUnserved(ctx, org.Name)
+			space := newSpace(org.Name, "dev")
+			Expect(k8s.Create(ctx, space)).To(Succeed())
+			Expect(space.Labels).NotTo(HaveKey(cfv1alpha1.DisplayNameKeyLabel))
+			Expect(space.Finalizers).To(BeEmpty())
+			Eventually(func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(space), space)).To(Succeed())
+				g.Expect(space.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("dev")))
+				g.Expect(space.Finalizers).To(ConsistOf(orgspace.Finalizer))
+			}).Should(Succeed())
+			Eventually(readiness(ctx, space)).Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
 			Expect(k8s.Create(ctx, newSpace(org.Name, "DEV"))).To(MatchError(ContainSubstring("Name must be unique per organization")))
 		})
 
@@ -216,6 +239,48 @@ func newSpace(orgGUID, name string) *cfv1alpha1.CFSpace {
 		ObjectMeta: metav1.ObjectMeta{Namespace: orgGUID, Name: string(uuid.NewUUID())},
 		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: name},
 	}
+}
+
+// withSpaceDefaulterUnserved points the spaces' mutating webhook at a path that the manager does
+// not serve, as the replicas of an older release do not serve a newer webhook during an
+// upgrade, until the spec ends. It waits until the apiserver calls the webhook there, and at
+// the end until it calls the served path again: a dry run of a space in org shows which.
+func withSpaceDefaulterUnserved(ctx context.Context, org string) {
+	GinkgoHelper()
+	defaulted := func(ctx context.Context) func(Gomega) bool {
+		return func(g Gomega) bool {
+			probe := newSpace(org, "probe")
+			g.Expect(k8s.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			_, labelled := probe.Labels[cfv1alpha1.DisplayNameKeyLabel]
+			return labelled
+		}
+	}
+	configs := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	Expect(k8s.List(ctx, configs)).To(Succeed())
+	for i := range configs.Items {
+		config := &configs.Items[i]
+		at := slices.IndexFunc(config.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
+			return w.Name == "mcfspace.workloads.cloudfoundry.org"
+		})
+		if at < 0 {
+			continue
+		}
+		served := *config.Webhooks[at].ClientConfig.URL
+		unserved, err := url.Parse(served)
+		Expect(err).NotTo(HaveOccurred())
+		unserved.Path = "/not-served"
+		setURL := func(ctx context.Context, to string) {
+			testenv.Update(ctx, k8s, config, func() { config.Webhooks[at].ClientConfig.URL = &to })
+		}
+		setURL(ctx, unserved.String())
+		DeferCleanup(func(ctx SpecContext) {
+			setURL(ctx, served)
+			Eventually(defaulted(ctx)).Should(BeTrue())
+		})
+		Eventually(defaulted(ctx)).Should(BeFalse())
+		return
+	}
+	Fail("no mutating webhook mcfspace.workloads.cloudfoundry.org")
 }
 
 // createOrg creates an org and waits until it is Ready.
