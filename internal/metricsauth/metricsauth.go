@@ -69,11 +69,17 @@ type guard struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
-	allowed map[[sha256.Size]byte]time.Time // hash of verb, path and token → allowed until
+	allowed map[allowedRequest]time.Time // → allowed until
+}
+
+// allowedRequest is what a decision was for: the token is kept only as its hash.
+type allowedRequest struct {
+	verb, path string
+	token      [sha256.Size]byte
 }
 
 func newGuard(tokens authenticationclient.TokenReviewInterface, access authorizationclient.SubjectAccessReviewInterface, now func() time.Time) *guard {
-	return &guard{tokens: tokens, access: access, now: now, allowed: map[[sha256.Size]byte]time.Time{}}
+	return &guard{tokens: tokens, access: access, now: now, allowed: map[allowedRequest]time.Time{}}
 }
 
 // check answers 200 for a request that may go on, 401 without an accepted token, 403 for a user
@@ -84,7 +90,7 @@ func (g *guard) check(r *http.Request) (int, error) {
 		return http.StatusUnauthorized, nil
 	}
 	verb := strings.ToLower(r.Method)
-	key := sha256.Sum256([]byte(verb + " " + r.URL.Path + " " + token))
+	key := allowedRequest{verb: verb, path: r.URL.Path, token: sha256.Sum256([]byte(token))}
 	if g.stillAllowed(key) {
 		return http.StatusOK, nil
 	}
@@ -116,13 +122,13 @@ func (g *guard) check(r *http.Request) (int, error) {
 	return http.StatusOK, nil
 }
 
-func (g *guard) stillAllowed(key [sha256.Size]byte) bool {
+func (g *guard) stillAllowed(key allowedRequest) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.now().Before(g.allowed[key])
 }
 
-func (g *guard) allow(key [sha256.Size]byte) {
+func (g *guard) allow(key allowedRequest) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.allowed) >= maxAllowed {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +23,9 @@ func TestMetricsAuth(t *testing.T) {
 	RunSpecs(t, "metrics authorization")
 }
 
-// The decisions of the guard, with the reviews answered by a fake: token "reader" belongs to a
-// user allowed to GET /metrics, token "nobody" to a user with no right, any other token to
-// nobody the apiserver knows. The e2e suite checks the same endpoint against the apiserver.
+// The decisions of the guard, with the reviews answered by a fake: tokens "reader" and
+// "reader <anything>" belong to a user allowed to GET /metrics, token "nobody" to a user with no
+// right, any other token to nobody the apiserver knows. The e2e suite checks the same endpoint against the apiserver.
 var _ = Describe("the metrics guard", func() {
 	var (
 		g                 *guard
@@ -40,8 +41,9 @@ var _ = Describe("the metrics guard", func() {
 			reviews++
 			review := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
 			token := review.Spec.Token
-			review.Status = authenticationv1.TokenReviewStatus{Authenticated: token == "reader" || token == "nobody",
-				User: authenticationv1.UserInfo{Username: token, Groups: []string{"system:authenticated"}}}
+			user, _, _ := strings.Cut(token, " ")
+			review.Status = authenticationv1.TokenReviewStatus{Authenticated: user == "reader" || user == "nobody",
+				User: authenticationv1.UserInfo{Username: user, Groups: []string{"system:authenticated"}}}
 			return true, review, reviewFails
 		})
 		fake.AddReactor("create", "subjectaccessreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -94,6 +96,16 @@ var _ = Describe("the metrics guard", func() {
 		now = now.Add(2 * time.Second)
 		Expect(scrape("reader")).To(Equal(http.StatusOK))
 		Expect([]int{reviews, accesses}).To(Equal([]int{3, 3}), "reviewed again once the minute is over")
+	})
+
+	It("remembers a decision for its exact path and token, however they split", func() {
+		status, err := request("/metrics", "reader secret")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(Equal(http.StatusOK))
+		status, err = request("/metrics%20reader", "secret")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status).To(Equal(http.StatusUnauthorized), "token \"secret\" is reviewed, and the apiserver does not know it")
+		Expect(reviews).To(Equal(2))
 	})
 
 	It("answers 500 when a review fails, and lets nobody through", func() {
