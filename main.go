@@ -77,7 +77,11 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
 
-	opts := manager.Options()
+	opts, err := manager.Options(rootNamespace)
+	if err != nil {
+		setupLog.Error(err, "cannot configure the manager")
+		os.Exit(1)
+	}
 	opts.Metrics = metricsserver.Options{BindAddress: metricsAddr, SecureServing: true,
 		FilterProvider: metricsauth.Filter}
 	opts.HealthProbeBindAddress = probeAddr

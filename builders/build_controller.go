@@ -188,10 +188,11 @@ func (r *BuildReconciler) processes(ctx context.Context, namespace, image string
 }
 
 // spaceOf returns the CFSpace of a space namespace; its status holds the build configuration.
-// Outside a space, it returns an empty CFSpace, which cannot build.
+// Outside a space, it returns an empty CFSpace, which cannot build. The cache holds only the
+// namespaces of CF's tree: one it does not hold is no space, or not one yet.
 func (r *BuildReconciler) spaceOf(ctx context.Context, namespace string) (*cfv1alpha1.CFSpace, error) {
 	ns := &corev1.Namespace{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, ns); client.IgnoreNotFound(err) != nil {
 		return nil, err
 	}
 	space := &cfv1alpha1.CFSpace{}

@@ -100,9 +100,7 @@ func (r *DefaultBuilderReconciler) placedBuilder(ctx context.Context, key client
 	if err := r.client.Get(ctx, client.ObjectKey{Name: key.Namespace}, ns); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	_, isOrg := ns.Labels[cfv1alpha1.OrgGUIDLabel]
-	_, isSpace := ns.Labels[cfv1alpha1.SpaceGUIDLabel]
-	if ns.Name != r.root && (!isOrg || isSpace) {
+	if !buildconfig.PlacesForSpaces(ns, r.root) {
 		return nil, nil // a space's own Builder is used as it is
 	}
 	return builder, nil
@@ -150,13 +148,15 @@ func desiredClusterBuilder(placed *kpackv1alpha2.Builder, serviceAccount corev1.
 	}
 }
 
-// SetupWithManager registers the reconciler: it runs for Builders, and for the ClusterBuilders
-// it made, mapped back to the Builder (so that one whose Builder went while the manager was
-// down is deleted when the manager starts).
+// SetupWithManager registers the reconciler: it runs for Builders, for those placed in a
+// namespace when HNC puts it in CF's tree or labels it an org's, and for the ClusterBuilders it
+// made, mapped back to the Builder (so that one whose Builder went while the manager was down
+// is deleted when the manager starts).
 func (r *DefaultBuilderReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("default-builder").
-		For(&kpackv1alpha2.Builder{}).
+		For(&kpackv1alpha2.Builder{})
+	return buildconfig.WatchPlacements(b, r.client, r.root, func() client.ObjectList { return &kpackv1alpha2.BuilderList{} }).
 		Watches(&kpackv1alpha2.ClusterBuilder{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			namespace, builder, ok := strings.Cut(o.GetAnnotations()[placedBuilderAnnotation], "/")
 			if !ok {

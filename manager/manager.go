@@ -3,12 +3,15 @@
 package manager
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
 	"code.cloudfoundry.org/cf-hnc/builders"
@@ -38,13 +41,19 @@ type Config struct {
 	CertRotation *CertRotation
 }
 
-// Options returns manager options with cf-hnc's scheme and cache: only build-config Secrets
-// and ServiceAccounts are cached, not every Secret of the cluster; only kpack's build pods, and
-// only what the rollout reads of them; no managed fields but those of the Secrets and
-// ServiceAccounts an operator placed.
+// Options returns manager options with cf-hnc's scheme and cache, for the tree under root:
+// only the namespaces of that tree and the anchors cf-hnc made are cached, not every one of a
+// cluster that HNC may share with other tenants; only build-config Secrets and
+// ServiceAccounts, not every Secret of the cluster; only kpack's build pods, and only what the
+// rollout reads of them; no managed fields but those of the Secrets and ServiceAccounts an
+// operator placed.
 // The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
 // benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
-func Options() ctrl.Options {
+func Options(root string) (ctrl.Options, error) {
+	inTree, err := buildconfig.TreeSelector(root)
+	if err != nil {
+		return ctrl.Options{}, fmt.Errorf("root namespace %q: %w", root, err)
+	}
 	return ctrl.Options{
 		Scheme:    cfscheme.New(),
 		NewClient: metrics.NewCountingClient,
@@ -53,12 +62,14 @@ func Options() ctrl.Options {
 			// them, but the propagation reconciler on the Secrets and ServiceAccounts placed.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}:         {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
-				&corev1.ServiceAccount{}: {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
-				&corev1.Pod{}:            {Label: builders.BuildPodSelector, Transform: builders.TrimBuildPod},
+				&corev1.Namespace{}:               {Label: inTree},
+				&hncv1alpha2.SubnamespaceAnchor{}: {Label: orgspace.AnchorSelector},
+				&corev1.Secret{}:                  {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
+				&corev1.ServiceAccount{}:          {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
+				&corev1.Pod{}:                     {Label: builders.BuildPodSelector, Transform: builders.TrimBuildPod},
 			},
 		},
-	}
+	}, nil
 }
 
 // stripManagedFieldsOfCopies keeps the managed fields of what an operator placed, which the
@@ -82,10 +93,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	}
 	c := mgr.GetClient()
 	discovery := buildconfig.NewDiscovery(c, mgr.GetAPIReader())
-	if err := orgspace.NewOrgReconciler(c, mgr.GetEventRecorder("cf-hnc-org"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+	if err := orgspace.NewOrgReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-org"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := orgspace.NewSpaceReconciler(c, mgr.GetEventRecorder("cf-hnc-space"), cfg.RootNamespace, discovery, cfg.Concurrency).SetupWithManager(mgr); err != nil {
+	if err := orgspace.NewSpaceReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-space"), cfg.RootNamespace, discovery, cfg.Concurrency).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := propagation.SetupWithManager(mgr, cfg.RootNamespace); err != nil {

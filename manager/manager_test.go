@@ -40,7 +40,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(cp.Stop)
 	k8s = cp.Client
 
-	opts := manager.Options()
+	opts, err := manager.Options(controlplane.RootNamespace)
+	Expect(err).NotTo(HaveOccurred())
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
 	mgr, err := ctrl.NewManager(cp.Config, opts)
@@ -82,6 +83,26 @@ var _ = Describe("The manager's cache", func() {
 		Expect(copiedHeld.ManagedFields).To(BeEmpty())
 		Expect(copiedHeld.Data).To(HaveKeyWithValue("key", []byte("copied")))
 		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{}))).To(BeTrue(), "an unlabelled Secret is not cached")
+	})
+
+	It("holds the namespaces of CF's tree and the anchors cf-hnc made, none of another tenant's", func(ctx SpecContext) {
+		// No HNC runs in this suite: the tests put on the tree labels that HNC would.
+		tenants := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant",
+			Labels: map[string]string{"tenant" + hncv1alpha2.LabelTreeDepthSuffix: "0"}}}
+		org := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "org",
+			Labels: map[string]string{controlplane.RootNamespace + hncv1alpha2.LabelTreeDepthSuffix: "1", "org" + hncv1alpha2.LabelTreeDepthSuffix: "0"}}}
+		tenantsAnchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tenants"}}
+		spaceAnchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "space",
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "cf-hnc"}}}
+		// Those not to be cached first: once a later one is cached, the cache has seen them too.
+		for _, obj := range []client.Object{tenants, tenantsAnchor, org, spaceAnchor} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+		}
+
+		cachedAs(ctx, org)
+		cachedAs(ctx, spaceAnchor)
+		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(tenants), &corev1.Namespace{}))).To(BeTrue(), "a namespace outside CF's tree is not cached")
+		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(tenantsAnchor), &hncv1alpha2.SubnamespaceAnchor{}))).To(BeTrue(), "an anchor cf-hnc did not make is not cached")
 	})
 
 	It("keeps of kpack's build pods what the rollout reads, and no other pod", func(ctx SpecContext) {

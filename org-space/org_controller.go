@@ -22,14 +22,16 @@ import (
 // OrgReconciler makes each CFOrg in the root namespace an org namespace under it.
 type OrgReconciler struct {
 	client   client.Client
+	uncached client.Reader
 	reporter *status.Reporter
 	recorder events.EventRecorder
 	root     string
 }
 
-// NewOrgReconciler returns an OrgReconciler for orgs in the root namespace.
-func NewOrgReconciler(c client.Client, recorder events.EventRecorder, root string) *OrgReconciler {
-	return &OrgReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root}
+// NewOrgReconciler returns an OrgReconciler for orgs in the root namespace; uncached says when
+// an org's namespace is gone.
+func NewOrgReconciler(c client.Client, uncached client.Reader, recorder events.EventRecorder, root string) *OrgReconciler {
+	return &OrgReconciler{client: c, uncached: uncached, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs,verbs=get;list;watch;update;patch
@@ -93,7 +95,7 @@ func (r *OrgReconciler) reconcileDelete(ctx context.Context, org *cfv1alpha1.CFO
 	if err := sub.allowCascadingDeletion(ctx, r.client); err != nil {
 		return ctrl.Result{}, err
 	}
-	return sub.finishDeletion(ctx, r.client, r.recorder, org)
+	return sub.finishDeletion(ctx, r.client, r.uncached, r.recorder, org)
 }
 
 func orgNamespace(org *cfv1alpha1.CFOrg) subnamespace {

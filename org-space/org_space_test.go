@@ -14,8 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
@@ -57,6 +59,21 @@ var _ = Describe("Orgs and spaces", func() {
 		Expect(k8s.Update(ctx, spaceNS)).To(Succeed())
 		Eventually(func() map[string]string { return namespace(ctx, space.Name).Labels }).
 			Should(HaveKeyWithValue(cfv1alpha1.SpaceGUIDLabel, space.Name))
+	})
+
+	It("takes over the anchor of a space that a release before the anchor label made", func(ctx SpecContext) {
+		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+		space := newSpace(org.Name, "dev")
+		// What an earlier release left: an anchor without cf-hnc's label, and its namespace.
+		anchor := &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: org.Name, Name: space.Name}}
+		Expect(k8s.Create(ctx, anchor)).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: space.Name}, &corev1.Namespace{}) }).Should(Succeed())
+
+		Expect(k8s.Create(ctx, space)).To(Succeed())
+		Eventually(readiness(ctx, space)).Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)).To(Succeed())
+		Expect(orgspace.AnchorSelector.Matches(labels.Set(anchor.Labels))).To(BeTrue(), "labelled as cf-hnc labels the anchors it makes")
+		Expect(namespace(ctx, space.Name).Labels).To(HaveKeyWithValue(cfv1alpha1.SpaceGUIDLabel, space.Name))
 	})
 
 	It("writes a new space's status once while HNC makes its namespace, whichever steps HNC takes", func(ctx SpecContext) {

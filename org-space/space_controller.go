@@ -29,6 +29,7 @@ import (
 // reports whether the space can build.
 type SpaceReconciler struct {
 	client      client.Client
+	uncached    client.Reader
 	reporter    *status.Reporter
 	recorder    events.EventRecorder
 	root        string
@@ -46,9 +47,9 @@ type SpaceReconciler struct {
 const waitDetailsInterval = time.Second
 
 // NewSpaceReconciler returns a SpaceReconciler for spaces of orgs in the root namespace that
-// reconciles up to concurrency spaces at once.
-func NewSpaceReconciler(c client.Client, recorder events.EventRecorder, root string, discovery *buildconfig.Discovery, concurrency int) *SpaceReconciler {
-	return &SpaceReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root,
+// reconciles up to concurrency spaces at once; uncached says when a space's namespace is gone.
+func NewSpaceReconciler(c client.Client, uncached client.Reader, recorder events.EventRecorder, root string, discovery *buildconfig.Discovery, concurrency int) *SpaceReconciler {
+	return &SpaceReconciler{client: c, uncached: uncached, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root,
 		discovery: discovery, concurrency: concurrency, buildReady: metrics.NewBuildReadyObserver(), waits: newWaitPacer(waitDetailsInterval)}
 }
 
@@ -66,7 +67,7 @@ func (r *SpaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	if !space.DeletionTimestamp.IsZero() {
 		r.buildReady.Forget(space.UID)
 		r.waits.forget(space.UID)
-		return spaceNamespace(space).finishDeletion(ctx, r.client, r.recorder, space)
+		return spaceNamespace(space).finishDeletion(ctx, r.client, r.uncached, r.recorder, space)
 	}
 	if err := addFinalizerAndKey(ctx, r.client, space); err != nil {
 		return ctrl.Result{}, err

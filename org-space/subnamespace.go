@@ -8,6 +8,7 @@ package orgspace
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +41,12 @@ const deletionPoll = 5 * time.Second
 
 // operatorRecheck is how often a state that only an operator can end is looked at again.
 const operatorRecheck = time.Minute
+
+// AnchorSelector selects the SubnamespaceAnchors that cf-hnc makes, which carry its
+// managed-by label: the manager caches those, not every anchor of the cluster.
+var AnchorSelector = labels.SelectorFromSet(anchorLabels)
+
+var anchorLabels = labels.Set{"app.kubernetes.io/managed-by": "cf-hnc"}
 
 // subnamespace is what orgs and spaces share: a namespace that HNC makes from an anchor in
 // the parent namespace, with the labels and annotations that cf-hnc asks for on the anchor.
@@ -63,8 +71,11 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	err := c.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)
 	switch {
 	case apierrors.IsNotFound(err):
+		anchor.Labels = anchorLabels
 		anchor.Spec = s.anchorSpec()
-		err = c.Create(ctx, anchor, fieldOwner)
+		if err = c.Create(ctx, anchor, fieldOwner); apierrors.IsAlreadyExists(err) {
+			err = s.adopt(ctx, c, anchor)
+		}
 	case err == nil && !equality.Semantic.DeepEqual(anchor.Spec, s.anchorSpec()):
 		patch := client.MergeFrom(anchor.DeepCopy())
 		anchor.Spec = s.anchorSpec()
@@ -73,9 +84,6 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	// HNC's webhook refuses an anchor for a namespace that exists already, or in a namespace
 	// that may have no subnamespaces: states to report, not errors to retry.
 	switch {
-	case apierrors.IsAlreadyExists(err):
-		// The cache had not seen the anchor yet; its event follows.
-		return s.pending(), nil, nil
 	case apierrors.IsConflict(err):
 		return notReady(cfv1alpha1.AnchorConflictReason, "%v", err), nil, nil
 	case apierrors.IsForbidden(err):
@@ -104,6 +112,20 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	}
 	return metav1.Condition{Type: cfv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.NamespaceReadyReason,
 		Message: fmt.Sprintf("namespace %s exists under %s", s.name, s.parent)}, ns, nil
+}
+
+// adopt labels an anchor that the cache does not hold, as cf-hnc labels the anchors it makes,
+// and states its spec: a release before the label made it, somebody took the label off, or
+// the cache has not seen it yet. Once labelled, the cache holds it.
+func (s subnamespace) adopt(ctx context.Context, c client.Client, anchor *hncv1alpha2.SubnamespaceAnchor) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"labels": anchorLabels},
+		"spec":     s.anchorSpec(),
+	})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, anchor, client.RawPatch(types.MergePatchType, patch), fieldOwner)
 }
 
 // pending is the Ready condition while HNC makes the namespace, places it in the tree and
@@ -139,7 +161,7 @@ func isSubset(want, have map[string]string) bool {
 // namespace returns the namespace of the subnamespace's name if HNC made it from this
 // subnamespace's anchor; nil if there is none, or if a namespace of that name that cf-hnc did
 // not ask for is in the way (an anchor conflict): that one is not ours to touch.
-func (s subnamespace) namespace(ctx context.Context, c client.Client) (*corev1.Namespace, error) {
+func (s subnamespace) namespace(ctx context.Context, c client.Reader) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: s.name}, ns); err != nil {
 		return nil, client.IgnoreNotFound(err)
@@ -174,8 +196,10 @@ func addFinalizerAndKey(ctx context.Context, c client.Client, obj cfv1alpha1.Dis
 }
 
 // finishDeletion deletes the anchor and, once the namespace HNC made from it is gone, records
-// it and releases obj; until then it asks to be called again.
-func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, recorder events.EventRecorder, obj client.Object) (ctrl.Result, error) {
+// it and releases obj; until then it asks to be called again. uncached says whether the
+// namespace is gone: the cache holds only CF's tree, and a namespace may leave the tree before
+// it is gone.
+func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, uncached client.Reader, recorder events.EventRecorder, obj client.Object) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -183,7 +207,7 @@ func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, recor
 	if err := c.Delete(ctx, anchor); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting anchor %s/%s: %w", s.parent, s.name, err)
 	}
-	ns, err := s.namespace(ctx, c)
+	ns, err := s.namespace(ctx, uncached)
 	if ns != nil || err != nil {
 		return ctrl.Result{RequeueAfter: deletionPoll}, err
 	}

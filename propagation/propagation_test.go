@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
@@ -207,6 +208,40 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }).
 			Should(WithTransform(apierrors.IsNotFound, BeTrue()))
 		Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
+	})
+
+	It("marks what an operator placed in a namespace before HNC made it an org's, once HNC has", func(ctx SpecContext) {
+		// HNC makes an org's namespace, then puts it in the tree and labels it: what an operator
+		// places in between is seen before the namespace is an org's. A full namespace that gets
+		// its parent and the org label later holds that moment open.
+		late := "late-org-" + string(uuid.NewUUID())[:8]
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: late}}
+		Expect(k8s.Create(ctx, ns)).To(Succeed())
+		DeferCleanup(k8s.Delete, ns)
+		secret := placeRegistry(ctx, late, "registry", "registry.local", "registry.local/"+late)
+		placeServiceAccount(ctx, late, "build")
+		Expect(k8s.Create(ctx, &kpackv1alpha2.Builder{
+			ObjectMeta: metav1.ObjectMeta{Namespace: late, Name: "org-builder", Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+			Spec: kpackv1alpha2.NamespacedBuilderSpec{
+				BuilderSpec:        kpackv1alpha2.BuilderSpec{Tag: "registry.local/" + late + "/builders/org"},
+				ServiceAccountName: "build",
+			},
+		})).To(Succeed())
+		propagateAnnotation := func() map[string]string {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+			return secret.Annotations
+		}
+		Consistently(propagateAnnotation, "2s").ShouldNot(HaveKey("propagate.hnc.x-k8s.io/all"), "not an org's yet")
+
+		Expect(k8s.Create(ctx, &hncv1alpha2.HierarchyConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Namespace: late, Name: hncv1alpha2.Singleton},
+			Spec: hncv1alpha2.HierarchyConfigurationSpec{Parent: testenv.RootNamespace,
+				Labels: []hncv1alpha2.MetaKVP{{Key: cfv1alpha1.OrgGUIDLabel, Value: late}}},
+		})).To(Succeed())
+		Eventually(propagateAnnotation).Should(HaveKeyWithValue("propagate.hnc.x-k8s.io/all", "true"))
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Name: late + ".org-builder"}, &kpackv1alpha2.ClusterBuilder{})
+		}).Should(Succeed(), "the ClusterBuilder of the org's default Builder")
 	})
 
 	It("makes the root's default Builder push with its ServiceAccount in the builder namespace, never with one in the root", func(ctx SpecContext) {

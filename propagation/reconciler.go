@@ -69,20 +69,25 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=buildconfigs,verbs=manage
 
 // SetupWithManager registers one reconciler for each kind that HNC propagates: Secrets and
-// ServiceAccounts. The manager's cache holds only build-config Secrets and ServiceAccounts;
+// ServiceAccounts, also for those placed in a namespace when HNC puts it in CF's tree or labels
+// it an org's. The manager's cache holds only build-config Secrets and ServiceAccounts;
 // uncached reads those that have just lost the label.
 func SetupWithManager(mgr ctrl.Manager, root string) error {
-	for _, newObject := range []func() client.Object{
-		func() client.Object { return &corev1.Secret{} },
-		func() client.Object { return &corev1.ServiceAccount{} },
+	for _, kind := range []struct {
+		newObject func() client.Object
+		newList   func() client.ObjectList
+	}{
+		{func() client.Object { return &corev1.Secret{} }, func() client.ObjectList { return &corev1.SecretList{} }},
+		{func() client.Object { return &corev1.ServiceAccount{} }, func() client.ObjectList { return &corev1.ServiceAccountList{} }},
 	} {
-		gvk, err := mgr.GetClient().GroupVersionKindFor(newObject())
+		gvk, err := mgr.GetClient().GroupVersionKindFor(kind.newObject())
 		if err != nil {
 			return err
 		}
 		r := &Reconciler{client: mgr.GetClient(), uncached: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder("cf-hnc-propagation"),
-			root: root, kind: gvk, newObject: newObject}
-		b := ctrl.NewControllerManagedBy(mgr).Named("propagation-" + strings.ToLower(gvk.Kind)).For(newObject())
+			root: root, kind: gvk, newObject: kind.newObject}
+		b := ctrl.NewControllerManagedBy(mgr).Named("propagation-" + strings.ToLower(gvk.Kind)).For(kind.newObject())
+		b = buildconfig.WatchPlacements(b, mgr.GetClient(), root, kind.newList)
 		if gvk.Kind == "ServiceAccount" {
 			// The winning credentials of a namespace change with its Secrets.
 			b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serviceAccountsInNamespace))
@@ -160,7 +165,7 @@ func (r *Reconciler) plan(obj client.Object, ns *corev1.Namespace, credentials [
 	if !isBuildConfig(obj) {
 		return want
 	}
-	if r.hasSpacesBelow(ns) {
+	if buildconfig.PlacesForSpaces(ns, r.root) {
 		if blocked != "" {
 			want.annotations[buildconfig.PropagationBlockedAnnotation] = blocked
 		} else {
@@ -172,14 +177,6 @@ func (r *Reconciler) plan(obj client.Object, ns *corev1.Namespace, credentials [
 		want.annotations[managedPullSecretsAnnotation] = strings.Join(credentials, ",")
 	}
 	return want
-}
-
-// hasSpacesBelow says whether a namespace is the root or an org's: the namespaces whose
-// build configuration HNC propagates. A space has nothing below it.
-func (r *Reconciler) hasSpacesBelow(ns *corev1.Namespace) bool {
-	_, isOrg := ns.Labels[cfv1alpha1.OrgGUIDLabel]
-	_, isSpace := ns.Labels[cfv1alpha1.SpaceGUIDLabel]
-	return ns.Name == r.root || (isOrg && !isSpace)
 }
 
 // withOperatorsPullSecrets is a build ServiceAccount's imagePullSecrets: the operator's own

@@ -49,7 +49,8 @@ func Start(ctx context.Context, suite string) *controlplane.ControlPlane {
 	DeferCleanup(cp.Stop)
 
 	host, port, certDir := cp.Webhooks()
-	opts := manager.Options()
+	opts, err := manager.Options(RootNamespace)
+	Expect(err).NotTo(HaveOccurred())
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
 	opts.WebhookServer = webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir})
