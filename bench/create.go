@@ -103,8 +103,8 @@ func (b *bench) floor(ctx context.Context, r *Results) error {
 
 // hncAlone asks HNC, without cf-hnc, for what a cf-hnc run asks of it: a root namespace with
 // a Secret to propagate, an org subnamespace per org with a Secret and a ServiceAccount to
-// propagate, then every space subnamespace anchor in bulk; done when all three copies exist in
-// every space.
+// propagate, then every space subnamespace anchor in bulk, each anchor with the labels and the
+// annotation cf-hnc's ask for; done when all three copies exist in every space.
 func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 	host := b.cp.Kpack().Registry.Host()
 	propagate := map[string]string{propagateAll: "true"}
@@ -118,7 +118,7 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 	}
 	for o := range b.cfg.orgs {
 		parent := fmt.Sprintf("bench-hnc-%d", o)
-		if err := b.k8s.Create(ctx, &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: hncRoot, Name: parent}}); err != nil {
+		if err := b.k8s.Create(ctx, hncAloneAnchor(hncRoot, parent)); err != nil {
 			return err
 		}
 		if err := b.seen.wait(ctx, time.Minute, "namespace "+parent, func() bool {
@@ -142,7 +142,7 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 		parent := fmt.Sprintf("bench-hnc-%d", i/b.cfg.spaces)
 		children[i] = fmt.Sprintf("%s-%d", parent, i%b.cfg.spaces)
 		starts.start(children[i])
-		return b.k8s.Create(ctx, &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: children[i]}})
+		return b.k8s.Create(ctx, hncAloneAnchor(parent, children[i]))
 	})
 	if err != nil {
 		return err
@@ -178,7 +178,7 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 		}
 		child := fmt.Sprintf("bench-hnc-0-quiet-%d", q)
 		start := time.Now()
-		if err := b.k8s.Create(ctx, &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-hnc-0", Name: child}}); err != nil {
+		if err := b.k8s.Create(ctx, hncAloneAnchor("bench-hnc-0", child)); err != nil {
 			return err
 		}
 		created := time.Now()
@@ -208,6 +208,23 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 const quietTimeout = 5 * time.Minute
 
 // bulkTimeout bounds a bulk phase: at 1 space/s and then some.
+// hncAloneAnchor is an anchor that asks HNC for what cf-hnc's anchors ask of it besides the
+// namespace: the GUID labels and the display-name annotation, which HNC writes on the namespace
+// as managed labels and annotations (config/hnc). An org's anchor is in hncRoot.
+func hncAloneAnchor(parent, name string) *hncv1alpha2.SubnamespaceAnchor {
+	spec := hncv1alpha2.SubnamespaceAnchorSpec{
+		Labels:      []hncv1alpha2.MetaKVP{{Key: cfv1alpha1.OrgGUIDLabel, Value: parent}, {Key: cfv1alpha1.SpaceGUIDLabel, Value: name}},
+		Annotations: []hncv1alpha2.MetaKVP{{Key: cfv1alpha1.SpaceNameAnnotation, Value: name}},
+	}
+	if parent == hncRoot {
+		spec = hncv1alpha2.SubnamespaceAnchorSpec{
+			Labels:      []hncv1alpha2.MetaKVP{{Key: cfv1alpha1.OrgGUIDLabel, Value: name}},
+			Annotations: []hncv1alpha2.MetaKVP{{Key: cfv1alpha1.OrgNameAnnotation, Value: name}},
+		}
+	}
+	return &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: name}, Spec: spec}
+}
+
 func (b *bench) bulkTimeout() time.Duration {
 	return time.Duration(b.cfg.orgs*b.cfg.spaces)*time.Second + 5*time.Minute
 }
