@@ -84,9 +84,13 @@ var _ = Describe("Build configuration placed once per org", func() {
 			HaveField("RegistryCredentials", ConsistOf(HaveField("Secret", cfv1alpha1.PlacedObject{Name: "space-registry", From: overridden}))),
 			HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "space-build", From: overridden})),
 		))
-		sa := &corev1.ServiceAccount{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: overridden, Name: "space-build"}, sa)).To(Succeed())
-		Expect(sa.Secrets).To(ConsistOf(corev1.ObjectReference{Name: "space-registry"}))
+		// The space's status and the ServiceAccount's list are two reconcilers' writes, in
+		// either order.
+		Eventually(func() []corev1.ObjectReference {
+			sa := &corev1.ServiceAccount{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: overridden, Name: "space-build"}, sa)).To(Succeed())
+			return sa.Secrets
+		}).Should(ConsistOf(corev1.ObjectReference{Name: "space-registry"}))
 
 		Expect(buildConfig(ctx, org, other)()).To(HaveField("DropletRepositoryPrefix", "registry.local/"+org+"/"+other))
 		Expect(buildConfig(ctx, org, other)()).To(HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "build", From: org})))
