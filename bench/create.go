@@ -207,7 +207,6 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 // so the bound is well above that: the run reports the time, whatever it is.
 const quietTimeout = 5 * time.Minute
 
-// bulkTimeout bounds a bulk phase: at 1 space/s and then some.
 // hncAloneAnchor is an anchor that asks HNC for what cf-hnc's anchors ask of it besides the
 // namespace: the GUID labels and the display-name annotation, which HNC writes on the namespace
 // as managed labels and annotations (config/hnc). An org's anchor is in hncRoot.
@@ -225,6 +224,7 @@ func hncAloneAnchor(parent, name string) *hncv1alpha2.SubnamespaceAnchor {
 	return &hncv1alpha2.SubnamespaceAnchor{ObjectMeta: metav1.ObjectMeta{Namespace: parent, Name: name}, Spec: spec}
 }
 
+// bulkTimeout bounds a bulk phase: at 1 space/s and then some.
 func (b *bench) bulkTimeout() time.Duration {
 	return time.Duration(b.cfg.orgs*b.cfg.spaces)*time.Second + 5*time.Minute
 }

@@ -2,7 +2,8 @@
 // same binaries and HNC flags as make run and the tests): the apiserver creating namespaces,
 // HNC alone propagating what cf-hnc asks of it (the same tree and labels, the same copies), and
 // cf-hnc making spaces BuildReady; then credential rotation, a stack run-image fix, a quiet
-// minute and a manager restart. It writes JSON, a PNG of the latency distributions and docs/benchmarks.md.
+// minute and a manager restart. It writes JSON, a PNG of the latency distributions and
+// docs/benchmarks.md.
 //
 //	make bench BENCH_FLAGS="-orgs 2 -spaces 20"
 package main

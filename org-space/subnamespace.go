@@ -71,7 +71,7 @@ func (s subnamespace) ensure(ctx context.Context, c client.Client) (metav1.Condi
 	err := c.Get(ctx, client.ObjectKeyFromObject(anchor), anchor)
 	switch {
 	case apierrors.IsNotFound(err):
-		anchor.Labels = anchorLabels
+		anchor.Labels = maps.Clone(anchorLabels)
 		anchor.Spec = s.anchorSpec()
 		if err = c.Create(ctx, anchor, fieldOwner); apierrors.IsAlreadyExists(err) {
 			err = s.adopt(ctx, c, anchor)
