@@ -46,7 +46,7 @@ type Config struct {
 // cluster that HNC may share with other tenants; only build-config Secrets and
 // ServiceAccounts, not every Secret of the cluster; only kpack's build pods, and only what the
 // rollout reads of them; no managed fields but those of the Secrets and ServiceAccounts an
-// operator placed.
+// operator placed, and no copy of kubectl's last-applied configuration on those.
 // The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
 // benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
 func Options(root string) (ctrl.Options, error) {
@@ -64,22 +64,28 @@ func Options(root string) (ctrl.Options, error) {
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Namespace{}:               {Label: inTree},
 				&hncv1alpha2.SubnamespaceAnchor{}: {Label: orgspace.AnchorSelector},
-				&corev1.Secret{}:                  {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
-				&corev1.ServiceAccount{}:          {Label: buildconfig.Selector, Transform: stripManagedFieldsOfCopies},
+				&corev1.Secret{}:                  {Label: buildconfig.Selector, Transform: trimBuildConfig},
+				&corev1.ServiceAccount{}:          {Label: buildconfig.Selector, Transform: trimBuildConfig},
 				&corev1.Pod{}:                     {Label: builders.BuildPodSelector, Transform: builders.TrimBuildPod},
 			},
 		},
 	}, nil
 }
 
-// stripManagedFieldsOfCopies keeps the managed fields of what an operator placed, which the
-// propagation reconciler reads, and drops those of HNC's copies, most of the cached Secrets and
-// ServiceAccounts: nothing reads them.
-func stripManagedFieldsOfCopies(obj any) (any, error) {
-	if o, ok := obj.(metav1.Object); ok && !buildconfig.IsCopy(o) {
+// trimBuildConfig drops from a cached Secret or ServiceAccount what nothing reads: kubectl's
+// last-applied annotation, a second copy of the object that HNC copies into every space with
+// it, and the managed fields of HNC's copies, most of the cached objects. The managed fields of
+// what an operator placed stay: the propagation reconciler reads them.
+func trimBuildConfig(obj any) (any, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
 		return obj, nil
 	}
-	return cache.TransformStripManagedFields()(obj)
+	delete(o.GetAnnotations(), corev1.LastAppliedConfigAnnotation)
+	if buildconfig.IsCopy(o) {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // Leader election: the lease and the events about it, in the manager's own namespace.

@@ -67,9 +67,11 @@ var _ = Describe("The manager's cache", func() {
 	}
 
 	It("keeps the managed fields of the build configuration an operator placed, not of HNC's copies, and no other Secret", func(ctx SpecContext) {
-		placed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "placed", Labels: labelled},
+		// kubectl apply leaves the whole object in an annotation, and HNC copies it along.
+		applied := map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"Secret"}`, "kept": "true"}
+		placed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "placed", Labels: labelled, Annotations: applied},
 			StringData: map[string]string{"key": "placed"}}
-		copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "copied",
+		copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "copied", Annotations: applied,
 			Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true", hncv1alpha2.LabelInheritedFrom: "org"}},
 			StringData: map[string]string{"key": "copied"}}
 		other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "other"}}
@@ -78,9 +80,12 @@ var _ = Describe("The manager's cache", func() {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
 		}
 
-		Expect(cachedAs(ctx, placed).GetManagedFields()).NotTo(BeEmpty())
+		placedHeld := cachedAs(ctx, placed)
+		Expect(placedHeld.GetManagedFields()).NotTo(BeEmpty())
+		Expect(placedHeld.GetAnnotations()).To(Equal(map[string]string{"kept": "true"}))
 		copiedHeld := cachedAs(ctx, copied).(*corev1.Secret)
 		Expect(copiedHeld.ManagedFields).To(BeEmpty())
+		Expect(copiedHeld.Annotations).To(Equal(map[string]string{"kept": "true"}))
 		Expect(copiedHeld.Data).To(HaveKeyWithValue("key", []byte("copied")))
 		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{}))).To(BeTrue(), "an unlabelled Secret is not cached")
 	})
