@@ -195,10 +195,15 @@ func (r *BuildReconciler) spaceOf(ctx context.Context, namespace string) (*cfv1a
 	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, ns); client.IgnoreNotFound(err) != nil {
 		return nil, err
 	}
+	notASpace := &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	org := ns.Labels[cfv1alpha1.OrgGUIDLabel]
+	if org == "" {
+		return notASpace, nil
+	}
 	space := &cfv1alpha1.CFSpace{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: ns.Labels[cfv1alpha1.OrgGUIDLabel], Name: namespace}, space)
-	if apierrors.IsNotFound(err) || ns.Labels[cfv1alpha1.OrgGUIDLabel] == "" {
-		return &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, nil
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: org, Name: namespace}, space)
+	if apierrors.IsNotFound(err) {
+		return notASpace, nil
 	}
 	return space, err
 }

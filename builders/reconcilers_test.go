@@ -22,8 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/buildconfig"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
@@ -45,6 +47,7 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		clusterBuilder   = "cf.default"
 		repository       = "registry.local/org-1/space-1"
 		rollout          = "rollout"
+		treeDepth        = root + hncv1alpha2.LabelTreeDepthSuffix
 	)
 	var k8s client.Client
 
@@ -57,12 +60,18 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		DeferCleanup(cp.Stop)
 		k8s = cp.Client
 
+		// As the manager caches them: only the namespaces of CF's tree, which HNC labels.
+		inTree, err := buildconfig.TreeSelector(root)
+		Expect(err).NotTo(HaveOccurred())
 		mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 			Scheme:                 cfscheme.New(),
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
-			Cache:                  cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: BuildPodSelector}}},
-			Logger:                 GinkgoLogr,
+			Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}:       {Label: BuildPodSelector},
+				&corev1.Namespace{}: {Label: inTree},
+			}},
+			Logger: GinkgoLogr,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		c := mgr.GetClient()
@@ -76,9 +85,10 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		DeferCleanup(func() { stop(); Expect(<-done).To(Succeed()) })
 
 		for _, obj := range []client.Object{
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: root}},
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: org, Labels: map[string]string{cfv1alpha1.OrgGUIDLabel: org}}},
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: space, Labels: map[string]string{cfv1alpha1.OrgGUIDLabel: org, cfv1alpha1.SpaceGUIDLabel: space}}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: root, Labels: map[string]string{treeDepth: "0"}}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: org, Labels: map[string]string{treeDepth: "1", cfv1alpha1.OrgGUIDLabel: org}}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: space,
+				Labels: map[string]string{treeDepth: "2", cfv1alpha1.OrgGUIDLabel: org, cfv1alpha1.SpaceGUIDLabel: space}}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rollout}},
 			&cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}, Spec: cfv1alpha1.CFOrgSpec{DisplayName: "org"}},
 			&cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: space}, Spec: cfv1alpha1.CFSpaceSpec{DisplayName: "space"}},
@@ -347,6 +357,28 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		testenvUpdate(ctx, k8s, restaged, func() { restaged.Spec.CurrentDropletRef.Name = first.Name })
 		Eventually(func() string { return getApp(ctx, restaged)().Spec.CurrentDropletRef.Name }).Should(Equal(rebase.Name),
 			"the rebase of the same image counts for the first build's droplet too")
+	})
+
+	It("lets a build outside CF's tree wait, saying that its namespace cannot build", func(ctx SpecContext) {
+		// A namespace without the tree label: the cache does not hold it.
+		elsewhere := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}
+		Expect(k8s.Create(ctx, elsewhere)).To(Succeed())
+		outside := &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere.Name, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFAppSpec{DisplayName: "outside", DesiredState: cfv1alpha1.StartedState, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+		pkg := &cfv1alpha1.CFPackage{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere.Name, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: outside.Name},
+				Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{Image: "registry.local/outside/packages/" + outside.Name}}}}
+		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere.Name, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: outside.Name}, PackageRef: corev1.LocalObjectReference{Name: pkg.Name},
+				Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+		for _, obj := range []client.Object{outside, pkg, build} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+		}
+		Eventually(func() *metav1.Condition {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(build), build)).To(Succeed())
+			return meta.FindStatusCondition(build.Status.Conditions, cfv1alpha1.StagingCondition)
+		}).Should(And(Not(BeNil()), HaveField("Reason", cfv1alpha1.WaitingReason),
+			HaveField("Message", ContainSubstring("space %s cannot build", elsewhere.Name))))
 	})
 
 	It("leaves alone a kpack Build of an Image that cf-hnc did not make, or whose CFBuild was deleted", func(ctx SpecContext) {
