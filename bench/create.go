@@ -52,19 +52,29 @@ func parallel(ctx context.Context, workers, n int, do func(ctx context.Context, 
 	return g.Wait()
 }
 
-// timings collects one start per item of a bulk creation.
+// timings collects, for each item of a bulk creation, when its create call started and how
+// long the call took.
 type timings struct {
-	mu     sync.Mutex
-	starts map[string]time.Time
+	mu       sync.Mutex
+	starts   map[string]time.Time
+	calls    []time.Duration
+	lastCall time.Time
 }
 
-func (t *timings) start(item string) {
+// create calls do, the create of item, and records when it started and how long it took.
+func (t *timings) create(item string, do func() error) error {
+	start := time.Now()
+	err := do()
+	end := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.starts == nil {
 		t.starts = map[string]time.Time{}
 	}
-	t.starts[item] = time.Now()
+	t.starts[item] = start
+	t.calls = append(t.calls, end.Sub(start))
+	t.lastCall = maxTime(t.lastCall, end)
+	return err
 }
 
 func (t *timings) first() time.Time {
@@ -80,6 +90,20 @@ func (t *timings) first() time.Time {
 func bulk(name string, latencies []time.Duration, first, last time.Time) Bulk {
 	total := last.Sub(first).Seconds()
 	return Bulk{Latency: distribution(name, latencies), TotalSeconds: total, PerSecond: float64(len(latencies)) / total}
+}
+
+// bulkOf is bulk for items created through starts, with their create calls and the requests
+// that the apiserver served from before until now.
+func (b *bench) bulkOf(ctx context.Context, name, calls string, latencies []time.Duration, starts *timings, last time.Time, before apiserverRequests) (Bulk, error) {
+	after, err := b.apiserverRequests(ctx)
+	if err != nil {
+		return Bulk{}, err
+	}
+	result := bulk(name, latencies, starts.first(), last)
+	result.CreateCalls = distribution(calls, starts.calls)
+	result.CreatedSeconds = starts.lastCall.Sub(starts.first()).Seconds()
+	result.Requests = after.since(before)
+	return result, nil
 }
 
 // floor creates as many namespaces as there will be spaces, directly: the apiserver's own cost
@@ -136,13 +160,16 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 			return err
 		}
 	}
+	before, err := b.apiserverRequests(ctx)
+	if err != nil {
+		return err
+	}
 	var starts timings
 	children := make([]string, b.cfg.orgs*b.cfg.spaces)
-	err := parallel(ctx, b.cfg.workers, len(children), func(ctx context.Context, i int) error {
+	err = parallel(ctx, b.cfg.workers, len(children), func(ctx context.Context, i int) error {
 		parent := fmt.Sprintf("bench-hnc-%d", i/b.cfg.spaces)
 		children[i] = fmt.Sprintf("%s-%d", parent, i%b.cfg.spaces)
-		starts.start(children[i])
-		return b.k8s.Create(ctx, hncAloneAnchor(parent, children[i]))
+		return starts.create(children[i], func() error { return b.k8s.Create(ctx, hncAloneAnchor(parent, children[i])) })
 	})
 	if err != nil {
 		return err
@@ -162,7 +189,9 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 		latencies[i] = at.Sub(starts.starts[ns])
 		last = maxTime(last, at)
 	}
-	r.HNC = bulk("HNC alone: anchor → copies (bulk)", latencies, starts.first(), last)
+	if r.HNC, err = b.bulkOf(ctx, "HNC alone: anchor → copies (bulk)", "HNC alone: anchor create call (bulk)", latencies, &starts, last, before); err != nil {
+		return err
+	}
 
 	idle, err := b.waitForHNCIdle(ctx)
 	if err != nil {
@@ -248,6 +277,10 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 		b.orgs = append(b.orgs, org)
 	}
 	b.spaces = map[string][]string{}
+	before, err := b.apiserverRequests(ctx)
+	if err != nil {
+		return err
+	}
 	var starts timings
 	guids := make([]string, b.cfg.orgs*b.cfg.spaces)
 	for i := range guids {
@@ -255,8 +288,9 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 		b.spaces[b.orgs[i/b.cfg.spaces]] = append(b.spaces[b.orgs[i/b.cfg.spaces]], guids[i])
 	}
 	err = parallel(ctx, b.cfg.workers, len(guids), func(ctx context.Context, i int) error {
-		starts.start(guids[i])
-		return b.k8s.Create(ctx, newSpace(b.orgs[i/b.cfg.spaces], guids[i], fmt.Sprintf("space-%d", i%b.cfg.spaces)))
+		return starts.create(guids[i], func() error {
+			return b.k8s.Create(ctx, newSpace(b.orgs[i/b.cfg.spaces], guids[i], fmt.Sprintf("space-%d", i%b.cfg.spaces)))
+		})
 	})
 	if err != nil {
 		return err
@@ -281,7 +315,9 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 			lastCopy = maxTime(lastCopy, input)
 		}
 	}
-	r.CFHNC = bulk("cf-hnc: space → BuildReady (bulk)", latencies, starts.first(), lastReady)
+	if r.CFHNC, err = b.bulkOf(ctx, "cf-hnc: space → BuildReady (bulk)", "cf-hnc: CFSpace create call (bulk)", latencies, &starts, lastReady, before); err != nil {
+		return err
+	}
 	r.CFHNCEveryCopySeconds = lastCopy.Sub(starts.first()).Seconds()
 	r.OwnShareBulk = distribution("cf-hnc's own share (bulk)", shares)
 

@@ -6,8 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"code.cloudfoundry.org/cf-hnc/internal/metrics"
 )
 
 // hncBusy reads the HNC manager's metrics (plain HTTP on loopback) and says whether any of its
@@ -16,20 +15,7 @@ import (
 func (b *bench) hncBusy(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.cp.HNCMetrics()+"/metrics", nil)
-	if err != nil {
-		return false, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("scraping HNC's metrics: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := metrics.ScrapeURL(ctx, http.DefaultClient, "http://"+b.cp.HNCMetrics()+"/metrics", nil)
 	if err != nil {
 		return false, err
 	}

@@ -60,6 +60,14 @@ func markdown(r *Results, png string) string {
 		fmt.Sprintf("HNC alone %.1f s (%.1f/s); %d namespaces created in %.1f s", r.HNC.TotalSeconds, r.HNC.PerSecond, r.Floor.Latency.Count, r.Floor.TotalSeconds),
 		fmt.Sprintf("≤ 1.2 × HNC alone = %.1f s", 1.2*r.HNC.TotalSeconds),
 		is(r.CFHNC.TotalSeconds > 0 && r.CFHNC.TotalSeconds <= 1.2*r.HNC.TotalSeconds))
+	row(phaseCFHNC, "bulk: create calls, p50 / p95 / p99; from the first call until the last returned",
+		fmt.Sprintf("CFSpace %s; %.1f s", pct(r.CFHNC.CreateCalls), r.CFHNC.CreatedSeconds),
+		fmt.Sprintf("HNC alone, anchor %s; %.1f s", pct(r.HNC.CreateCalls), r.HNC.CreatedSeconds), "", nil)
+	requests := func(q Requests) string {
+		return fmt.Sprintf("%.0f ServiceAccount DELETEs (%.0f found nothing); %.0f answered 409 Conflict",
+			q.ServiceAccountDeletes, q.ServiceAccountDeletesNotFound, q.Conflicts)
+	}
+	row(phaseCFHNC, "bulk: HNC's extra requests (ADR 9)", requests(r.CFHNC.Requests), "HNC alone: "+requests(r.HNC.Requests), "", nil)
 	for _, rot := range r.Rotation {
 		limit := 0.5 // an org's 100 spaces (and the few quiet ones added to it)
 		if rot.Spaces >= 500 {

@@ -76,6 +76,25 @@ type Bulk struct {
 	Latency      Distribution `json:"latency"`
 	TotalSeconds float64      `json:"totalSeconds"`
 	PerSecond    float64      `json:"perSecond"`
+	// CreateCalls are the bulk's create calls, each until it returned, and CreatedSeconds from
+	// the first call's start until the last one returned: how fast the items arrived.
+	CreateCalls    Distribution `json:"createCalls"`
+	CreatedSeconds float64      `json:"createdSeconds"`
+	// Requests are some of the requests that the apiserver served during the bulk.
+	Requests Requests `json:"requests"`
+}
+
+// Requests are the apiserver's count of some requests during a bulk, whoever sent them: work
+// that HNC v1.1.0 does besides its copies (ADR 9). In a bulk, nothing but HNC deletes
+// ServiceAccounts, and only HNC writes from a cache with resourceVersions that can be stale.
+type Requests struct {
+	// ServiceAccountDeletes are DELETEs of ServiceAccounts; ServiceAccountDeletesNotFound of
+	// them found nothing to delete, the others deleted one.
+	ServiceAccountDeletes         float64 `json:"serviceAccountDeletes"`
+	ServiceAccountDeletesNotFound float64 `json:"serviceAccountDeletesNotFound"`
+	// Conflicts are the requests answered 409 Conflict, of any verb and resource: an update
+	// with a stale resourceVersion, a create of what exists.
+	Conflicts float64 `json:"conflicts"`
 }
 
 // Rotation is a credential Secret broken and then fixed, until every space below says so.
