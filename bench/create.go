@@ -174,18 +174,15 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 	if err != nil {
 		return err
 	}
-	copied := func(ns string) (time.Time, bool) {
-		return b.seen.lastArrival(key("Secret", ns, orgSecret), key("ServiceAccount", ns, orgSA), key("Secret", ns, rootSecret))
-	}
 	if err := b.seen.wait(ctx, b.bulkTimeout(), "every copy in HNC's subnamespaces", func() bool {
-		return slices.IndexFunc(children, func(ns string) bool { _, ok := copied(ns); return !ok }) < 0
+		return slices.IndexFunc(children, func(ns string) bool { _, ok := b.hncAloneCopied(ns); return !ok }) < 0
 	}); err != nil {
 		return err
 	}
 	latencies := make([]time.Duration, len(children))
 	var last time.Time
 	for i, ns := range children {
-		at, _ := copied(ns)
+		at, _ := b.hncAloneCopied(ns)
 		latencies[i] = at.Sub(starts.starts[ns])
 		last = maxTime(last, at)
 	}
@@ -198,37 +195,42 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 		return err
 	}
 	r.HNCIdleSeconds = idle.Sub(last).Seconds()
-	var quiet, quietInTree []time.Duration
-	stages := newStages("HNC alone: anchor create call (HNC's webhook)", "HNC alone: created → anchor seen", "HNC alone: anchor → namespace",
-		"HNC alone: namespace → in the tree and copies")
-	for q := range b.cfg.quiet {
-		if _, err := b.waitForHNCIdle(ctx); err != nil {
-			return err
-		}
-		child := fmt.Sprintf("bench-hnc-0-quiet-%d", q)
-		start := time.Now()
-		if err := b.k8s.Create(ctx, hncAloneAnchor("bench-hnc-0", child)); err != nil {
-			return err
-		}
-		created := time.Now()
-		inTree := func() (time.Time, bool) {
-			return b.seen.lastArrival(key(namespaceInTree, "", child), key("Secret", child, orgSecret),
-				key("ServiceAccount", child, orgSA), key("Secret", child, rootSecret))
-		}
-		if err := b.seen.wait(ctx, quietTimeout, "the copies in "+child+", in the tree", func() bool { _, ok := inTree(); return ok }); err != nil {
-			return err
-		}
-		at, _ := copied(child)
-		placed, _ := inTree()
-		quiet, quietInTree = append(quiet, at.Sub(start)), append(quietInTree, placed.Sub(start))
-		anchor, _ := b.seen.arrival("SubnamespaceAnchor", "bench-hnc-0", child)
-		namespace, _ := b.seen.arrival("Namespace", "", child)
-		stages.add(start, created, anchor, namespace, placed)
-	}
-	r.HNCQuiet = distribution("HNC alone: anchor → copies (quiet)", quiet)
-	r.HNCQuietInTree = distribution("HNC alone: anchor → copies, namespace in the tree (quiet)", quietInTree)
-	r.HNCQuietStages = stages.distributions()
 	return nil
+}
+
+// hncAloneCopied is when the three copies that a space needs had all arrived in HNC alone's
+// subnamespace ns, if they had.
+func (b *bench) hncAloneCopied(ns string) (time.Time, bool) {
+	return b.seen.lastArrival(key("Secret", ns, orgSecret), key("ServiceAccount", ns, orgSA), key("Secret", ns, rootSecret))
+}
+
+// hncAloneQuiet creates one subnamespace of HNC alone's first org and waits until its copies
+// are there and it is in the tree.
+func (b *bench) hncAloneQuiet(ctx context.Context, q int) (hncAloneTimeline, error) {
+	child := fmt.Sprintf("bench-hnc-0-quiet-%d", q)
+	t := hncAloneTimeline{start: time.Now()}
+	if err := b.k8s.Create(ctx, hncAloneAnchor("bench-hnc-0", child)); err != nil {
+		return t, err
+	}
+	t.created = time.Now()
+	inTree := func() (time.Time, bool) {
+		return b.seen.lastArrival(key(namespaceInTree, "", child), key("Secret", child, orgSecret),
+			key("ServiceAccount", child, orgSA), key("Secret", child, rootSecret))
+	}
+	if err := b.seen.wait(ctx, quietTimeout, "the copies in "+child+", in the tree", func() bool { _, ok := inTree(); return ok }); err != nil {
+		return t, err
+	}
+	t.copied, _ = b.hncAloneCopied(child)
+	t.placed, _ = inTree()
+	t.anchor, _ = b.seen.arrival("SubnamespaceAnchor", "bench-hnc-0", child)
+	t.namespace, _ = b.seen.arrival("Namespace", "", child)
+	return t, nil
+}
+
+// hncAloneTimeline is when one quiet subnamespace of HNC alone passed each step, as the bench
+// saw it.
+type hncAloneTimeline struct {
+	start, created, anchor, namespace, copied, placed time.Time
 }
 
 // quietTimeout bounds the wait for HNC's queues to empty, and for one quiet subnamespace or
@@ -326,11 +328,22 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 		return err
 	}
 	r.CFHNCIdleSeconds = idle.Sub(lastReady).Seconds()
-	say(fmt.Sprintf("  %d quiet spaces, one at a time, each once HNC is idle", b.cfg.quiet))
-	var quiet, quietShares []time.Duration
+	say(fmt.Sprintf("  %d quiet spaces and as many of HNC alone's subnamespaces, in turn, each once HNC is idle", b.cfg.quiet))
+	var quiet, quietShares, hncQuiet, hncQuietInTree []time.Duration
 	stages := newStages("cf-hnc: CFSpace create call (its webhook)", "cf-hnc: created → anchor seen", "HNC: anchor → namespace",
 		"HNC: namespace → placed and copies", "cf-hnc: last input → BuildReady")
+	hncStages := newStages("HNC alone: anchor create call (HNC's webhook)", "HNC alone: created → anchor seen", "HNC alone: anchor → namespace",
+		"HNC alone: namespace → in the tree and copies")
 	for q := range b.cfg.quiet {
+		if _, err := b.waitForHNCIdle(ctx); err != nil {
+			return err
+		}
+		h, err := b.hncAloneQuiet(ctx, q)
+		if err != nil {
+			return err
+		}
+		hncQuiet, hncQuietInTree = append(hncQuiet, h.copied.Sub(h.start)), append(hncQuietInTree, h.placed.Sub(h.start))
+		hncStages.add(h.start, h.created, h.anchor, h.namespace, h.placed)
 		if _, err := b.waitForHNCIdle(ctx); err != nil {
 			return err
 		}
@@ -341,6 +354,9 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 		quiet, quietShares = append(quiet, t.latency()), append(quietShares, t.ownShare())
 		stages.add(t.start, t.created, t.anchor, t.namespace, t.input, t.ready)
 	}
+	r.HNCQuiet = distribution("HNC alone: anchor → copies (quiet)", hncQuiet)
+	r.HNCQuietInTree = distribution("HNC alone: anchor → copies, namespace in the tree (quiet)", hncQuietInTree)
+	r.HNCQuietStages = hncStages.distributions()
 	r.Quiet = distribution("cf-hnc: space → BuildReady (quiet)", quiet)
 	r.OwnShareQuiet = distribution("cf-hnc's own share (quiet)", quietShares)
 	r.QuietStages = stages.distributions()

@@ -20,7 +20,8 @@ type Results struct {
 	// the root's Secret exist in the child, as cf-hnc's spaces need them.
 	HNC Bulk `json:"hncAlone"`
 	// HNCQuiet is HNC alone, one new anchor at a time once every subnamespace is there and
-	// HNC's queues are empty.
+	// HNC's queues are empty, in turn with cf-hnc's quiet spaces (after both bulks, so that both
+	// are measured on the same cluster at the same time).
 	HNCQuiet Distribution `json:"hncAloneQuiet"`
 	// HNCQuietInTree is HNCQuiet until the namespace is in HNC's tree as well, which a space's
 	// BuildReady waits for.
