@@ -198,10 +198,15 @@ func (b *bench) hncAlone(ctx context.Context, r *Results) error {
 	return nil
 }
 
-// hncAloneCopied is when the three copies that a space needs had all arrived in HNC alone's
-// subnamespace ns, if they had.
+// hncAloneCopies are the keys of the three copies that a space needs, in HNC alone's
+// subnamespace ns.
+func hncAloneCopies(ns string) []string {
+	return []string{key("Secret", ns, orgSecret), key("ServiceAccount", ns, orgSA), key("Secret", ns, rootSecret)}
+}
+
+// hncAloneCopied is when the copies had all arrived in ns, if they had.
 func (b *bench) hncAloneCopied(ns string) (time.Time, bool) {
-	return b.seen.lastArrival(key("Secret", ns, orgSecret), key("ServiceAccount", ns, orgSA), key("Secret", ns, rootSecret))
+	return b.seen.lastArrival(hncAloneCopies(ns)...)
 }
 
 // hncAloneQuiet creates one subnamespace of HNC alone's first org and waits until its copies
@@ -214,8 +219,7 @@ func (b *bench) hncAloneQuiet(ctx context.Context, q int) (hncAloneTimeline, err
 	}
 	t.created = time.Now()
 	inTree := func() (time.Time, bool) {
-		return b.seen.lastArrival(key(namespaceInTree, "", child), key("Secret", child, orgSecret),
-			key("ServiceAccount", child, orgSA), key("Secret", child, rootSecret))
+		return b.seen.lastArrival(append(hncAloneCopies(child), key(namespaceInTree, "", child))...)
 	}
 	if err := b.seen.wait(ctx, quietTimeout, "the copies in "+child+", in the tree", func() bool { _, ok := inTree(); return ok }); err != nil {
 		return t, err
