@@ -209,32 +209,44 @@ func (b *bench) hncAloneCopied(ns string) (time.Time, bool) {
 	return b.seen.lastArrival(hncAloneCopies(ns)...)
 }
 
-// hncAloneQuiet creates one subnamespace of HNC alone's first org and waits until its copies
-// are there and it is in the tree.
-func (b *bench) hncAloneQuiet(ctx context.Context, q int) (hncAloneTimeline, error) {
-	child := fmt.Sprintf("bench-hnc-0-quiet-%d", q)
-	t := hncAloneTimeline{start: time.Now()}
-	if err := b.k8s.Create(ctx, hncAloneAnchor("bench-hnc-0", child)); err != nil {
+// quietAnchor creates an anchor for child in parent, as HNC alone's are made, and waits until
+// its namespace is in HNC's tree with the three copies that a space needs.
+func (b *bench) quietAnchor(ctx context.Context, parent, child string) (anchorTimeline, error) {
+	t := anchorTimeline{start: time.Now()}
+	if err := b.k8s.Create(ctx, hncAloneAnchor(parent, child)); err != nil {
 		return t, err
 	}
 	t.created = time.Now()
-	inTree := func() (time.Time, bool) {
+	copied := func() (time.Time, bool) {
 		return b.seen.lastArrival(append(hncAloneCopies(child), key(namespaceInTree, "", child))...)
 	}
-	if err := b.seen.wait(ctx, quietTimeout, "the copies in "+child+", in the tree", func() bool { _, ok := inTree(); return ok }); err != nil {
+	if err := b.seen.wait(ctx, quietTimeout, "the copies in "+child+", in the tree", func() bool { _, ok := copied(); return ok }); err != nil {
 		return t, err
 	}
-	t.copied, _ = b.hncAloneCopied(child)
-	t.placed, _ = inTree()
-	t.anchor, _ = b.seen.arrival("SubnamespaceAnchor", "bench-hnc-0", child)
+	t.copied, _ = copied()
+	t.anchor, _ = b.seen.arrival("SubnamespaceAnchor", parent, child)
 	t.namespace, _ = b.seen.arrival("Namespace", "", child)
 	return t, nil
 }
 
-// hncAloneTimeline is when one quiet subnamespace of HNC alone passed each step, as the bench
-// saw it.
-type hncAloneTimeline struct {
-	start, created, anchor, namespace, copied, placed time.Time
+// anchorTimeline is when one quiet anchor's subnamespace passed each step, as the bench saw it.
+type anchorTimeline struct {
+	start, created, anchor, namespace, copied time.Time
+}
+
+func (t anchorTimeline) latency() time.Duration { return t.copied.Sub(t.start) }
+
+// anchorInOrg is quietAnchor in one of cf-hnc's orgs, without a CFSpace: HNC's part of a quiet
+// space in cf-hnc's own tree, beside its sibling spaces, the org's and the root's objects and
+// the admission policies. The anchor is deleted again (HNC deletes its namespace), so that
+// later phases find only cf-hnc's spaces in the tree.
+func (b *bench) anchorInOrg(ctx context.Context, org string) (anchorTimeline, error) {
+	child := string(uuid.NewUUID())
+	t, err := b.quietAnchor(ctx, org, child)
+	if err != nil {
+		return t, err
+	}
+	return t, b.k8s.Delete(ctx, hncAloneAnchor(org, child))
 }
 
 // quietTimeout bounds the wait for HNC's queues to empty, and for one quiet subnamespace or
@@ -332,38 +344,58 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 		return err
 	}
 	r.CFHNCIdleSeconds = idle.Sub(lastReady).Seconds()
-	say(fmt.Sprintf("  %d quiet spaces and as many of HNC alone's subnamespaces, in turn, each once HNC is idle", b.cfg.quiet))
-	var quiet, quietShares, hncQuiet, hncQuietInTree []time.Duration
-	stages := newStages("cf-hnc: CFSpace create call (its webhook)", "cf-hnc: created → anchor seen", "HNC: anchor → namespace",
+	return b.quietSpaces(ctx, r)
+}
+
+// quietSpaces creates quiet spaces one at a time, each in turn with one of HNC alone's
+// subnamespaces and one anchor in the same org without a CFSpace, and each once HNC is idle.
+func (b *bench) quietSpaces(ctx context.Context, r *Results) error {
+	say(fmt.Sprintf("  %d quiet spaces, as many of HNC alone's subnamespaces and of anchors in cf-hnc's orgs, in turn, each once HNC is idle", b.cfg.quiet))
+	var quiet, quietShares, hncQuiet, inOrgQuiet []time.Duration
+	spaceStages := newStages("cf-hnc: CFSpace create call (its webhook)", "cf-hnc: created → anchor seen", "HNC: anchor → namespace",
 		"HNC: namespace → placed and copies", "cf-hnc: last input → BuildReady")
-	hncStages := newStages("HNC alone: anchor create call (HNC's webhook)", "HNC alone: created → anchor seen", "HNC alone: anchor → namespace",
-		"HNC alone: namespace → in the tree and copies")
+	anchorStages := func(who string) *stages {
+		return newStages(who+": anchor create call (HNC's webhook)", who+": created → anchor seen", who+": anchor → namespace",
+			who+": namespace → in the tree and copies")
+	}
+	hncStages, inOrgStages := anchorStages("HNC alone"), anchorStages("HNC in cf-hnc's org")
 	for q := range b.cfg.quiet {
+		org := b.orgs[q%len(b.orgs)]
 		if _, err := b.waitForHNCIdle(ctx); err != nil {
 			return err
 		}
-		h, err := b.hncAloneQuiet(ctx, q)
+		h, err := b.quietAnchor(ctx, "bench-hnc-0", fmt.Sprintf("bench-hnc-0-quiet-%d", q))
 		if err != nil {
 			return err
 		}
-		hncQuiet, hncQuietInTree = append(hncQuiet, h.copied.Sub(h.start)), append(hncQuietInTree, h.placed.Sub(h.start))
-		hncStages.add(h.start, h.created, h.anchor, h.namespace, h.placed)
+		hncQuiet = append(hncQuiet, h.latency())
+		hncStages.add(h.start, h.created, h.anchor, h.namespace, h.copied)
 		if _, err := b.waitForHNCIdle(ctx); err != nil {
 			return err
 		}
-		t, err := b.newSpace(ctx, b.orgs[q%len(b.orgs)], string(uuid.NewUUID()), fmt.Sprintf("quiet-%d", q))
+		a, err := b.anchorInOrg(ctx, org)
+		if err != nil {
+			return err
+		}
+		inOrgQuiet = append(inOrgQuiet, a.latency())
+		inOrgStages.add(a.start, a.created, a.anchor, a.namespace, a.copied)
+		if _, err := b.waitForHNCIdle(ctx); err != nil {
+			return err
+		}
+		t, err := b.newSpace(ctx, org, string(uuid.NewUUID()), fmt.Sprintf("quiet-%d", q))
 		if err != nil {
 			return err
 		}
 		quiet, quietShares = append(quiet, t.latency()), append(quietShares, t.ownShare())
-		stages.add(t.start, t.created, t.anchor, t.namespace, t.input, t.ready)
+		spaceStages.add(t.start, t.created, t.anchor, t.namespace, t.input, t.ready)
 	}
 	r.HNCQuiet = distribution("HNC alone: anchor → copies (quiet)", hncQuiet)
-	r.HNCQuietInTree = distribution("HNC alone: anchor → copies, namespace in the tree (quiet)", hncQuietInTree)
 	r.HNCQuietStages = hncStages.distributions()
+	r.InOrgQuiet = distribution("HNC in cf-hnc's org: anchor → copies (quiet)", inOrgQuiet)
+	r.InOrgQuietStages = inOrgStages.distributions()
 	r.Quiet = distribution("cf-hnc: space → BuildReady (quiet)", quiet)
 	r.OwnShareQuiet = distribution("cf-hnc's own share (quiet)", quietShares)
-	r.QuietStages = stages.distributions()
+	r.QuietStages = spaceStages.distributions()
 	return nil
 }
 

@@ -18,7 +18,7 @@ func plotLatencies(r *Results, path string) error {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	var names []string
-	for _, d := range []Distribution{r.Floor.Latency, r.HNC.Latency, r.CFHNC.Latency, r.OwnShareBulk, r.HNCQuiet, r.Quiet, r.OwnShareQuiet} {
+	for _, d := range []Distribution{r.Floor.Latency, r.HNC.Latency, r.CFHNC.Latency, r.OwnShareBulk, r.HNCQuiet, r.InOrgQuiet, r.Quiet, r.OwnShareQuiet} {
 		if d.Count == 0 {
 			continue
 		}

@@ -23,12 +23,15 @@ type Results struct {
 	// HNC's queues are empty, in turn with cf-hnc's quiet spaces (after both bulks, so that both
 	// are measured on the same cluster at the same time).
 	HNCQuiet Distribution `json:"hncAloneQuiet"`
-	// HNCQuietInTree is HNCQuiet until the namespace is in HNC's tree as well, which a space's
-	// BuildReady waits for.
-	HNCQuietInTree Distribution `json:"hncAloneQuietInTree"`
-	// HNCQuietStages split HNCQuietInTree where the anchor's create call returned and at the
-	// watch arrivals of the anchor and the namespace.
+	// Each of its latencies ends once the namespace is in HNC's tree as well, which a space's
+	// BuildReady waits for. HNCQuietStages split them where the anchor's create call returned
+	// and at the watch arrivals of the anchor and the namespace.
 	HNCQuietStages []Distribution `json:"hncAloneQuietStages"`
+	// InOrgQuiet and InOrgQuietStages are the same for an anchor in one of cf-hnc's orgs,
+	// without a CFSpace, in turn with HNCQuiet and Quiet: HNC's part of a quiet space, in
+	// cf-hnc's tree.
+	InOrgQuiet       Distribution   `json:"inOrgQuiet"`
+	InOrgQuietStages []Distribution `json:"inOrgQuietStages"`
 	// HNCIdleSeconds and CFHNCIdleSeconds are how long HNC's queues took to empty after each
 	// bulk: from HNC alone's last copy, from cf-hnc's last BuildReady.
 	HNCIdleSeconds   float64 `json:"hncIdleSeconds"`
