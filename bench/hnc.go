@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"code.cloudfoundry.org/cf-hnc/internal/metrics"
@@ -54,4 +56,29 @@ func (b *bench) waitForHNCIdle(ctx context.Context) (time.Time, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// hncThrottleFloor is the least time in which HNC can write n copies, from its flags alone:
+// HNC v1.1.0 gives its client --apiserver-qps-throttle requests a second (50 unless set) and a
+// burst of 1.5 times that (cmd/manager/main.go), so even with a full bucket and instant
+// requests, the writes beyond the burst wait for the throttle.
+func hncThrottleFloor(flags []string, n int) (time.Duration, error) {
+	const flag = "--apiserver-qps-throttle"
+	qps := 50
+	for i, f := range flags {
+		value, ok := strings.CutPrefix(f, flag+"=")
+		if f == flag && i+1 < len(flags) {
+			value, ok = flags[i+1], true
+		}
+		if !ok {
+			continue
+		}
+		parsed, err := strconv.Atoi(value)
+		if err != nil || parsed < 1 {
+			return 0, fmt.Errorf("HNC flag %s %q: not a positive whole number", flag, value)
+		}
+		qps = parsed
+	}
+	beyondBurst := max(0, n-int(float64(qps)*1.5))
+	return time.Duration(beyondBurst) * time.Second / time.Duration(qps), nil
 }

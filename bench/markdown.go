@@ -76,7 +76,8 @@ func markdown(r *Results, png string) string {
 		}
 		row(phaseRotation, fmt.Sprintf("rotation: %s broken → %d spaces say so / fixed → they say so", rot.What, rot.Spaces),
 			fmt.Sprintf("%.2f s / %.2f s", rot.BrokenSeconds, rot.FixedSeconds),
-			fmt.Sprintf("HNC's copies updated in %.2f s / %.2f s", rot.HNCCopiesSeconds, rot.HNCFixedCopiesSeconds),
+			fmt.Sprintf("HNC's copies updated in %.2f s / %.2f s; %s", rot.HNCCopiesSeconds, rot.HNCFixedCopiesSeconds,
+				throttleFloor(r.HNCFlags, rot.Spaces)),
 			fmt.Sprintf("≤ %.1f s (≤ 0.5 s at 100 spaces, ≤ 5 s at 1,000)", limit),
 			is(rot.BrokenSeconds <= limit && rot.FixedSeconds <= limit))
 	}
@@ -126,4 +127,14 @@ func markdown(r *Results, png string) string {
 	fmt.Fprintf(&b, "results.json (every sample) is in the run's `-out` directory; the components' logs in\n")
 	fmt.Fprintf(&b, "`.local/bench-run/logs`.\n")
 	return b.String()
+}
+
+// throttleFloor says how long HNC's client throttle makes a copy into each of n spaces take at
+// least.
+func throttleFloor(hncFlags []string, n int) string {
+	floor, err := hncThrottleFloor(hncFlags, n)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("HNC's client throttle allows no less than %.2f s", floor.Seconds())
 }
