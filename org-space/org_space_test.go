@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -240,6 +241,33 @@ var _ = Describe("Orgs and spaces", func() {
 				Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}) }, 2*time.Minute).Should(BeNotFound(), name)
 			}
 			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(org), org) }).Should(BeNotFound())
+		})
+
+		It("keeps a space of a deleted org until its namespace is gone, also once HNC took the namespace out of the tree", func(ctx SpecContext) {
+			const hold = "test.cloudfoundry.org/hold"
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			space := createSpace(ctx, org.Name, "dev")
+			ns := namespace(ctx, space.Name)
+			testenv.Update(ctx, k8s, ns, func() { controllerutil.AddFinalizer(ns, hold) })
+			release := func(ctx context.Context) {
+				testenv.Update(ctx, k8s, ns, func() { controllerutil.RemoveFinalizer(ns, hold) })
+			}
+			DeferCleanup(func(ctx SpecContext) {
+				if k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns) == nil {
+					release(ctx)
+				}
+			})
+			Expect(k8s.Delete(ctx, org)).To(Succeed())
+			// The manager caches only the namespaces of CF's tree: this one has left its cache.
+			Eventually(func(g Gomega) {
+				current := namespace(ctx, space.Name)
+				g.Expect(current.DeletionTimestamp).NotTo(BeNil())
+				g.Expect(current.Labels).NotTo(HaveKey(root + hncv1alpha2.LabelTreeDepthSuffix))
+			}, 2*time.Minute, time.Second).Should(Succeed())
+			// Longer than the reconciler's poll of a deletion (5 s).
+			Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(space), space) }, 7*time.Second).Should(Succeed())
+			release(ctx)
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(space), space) }, time.Minute).Should(BeNotFound())
 		})
 	})
 })
