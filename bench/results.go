@@ -21,11 +21,11 @@ type Results struct {
 	HNC Bulk `json:"hncAlone"`
 	// HNCQuiet is HNC alone, one new anchor at a time once every subnamespace is there and
 	// HNC's queues are empty, in turn with cf-hnc's quiet spaces (after both bulks, so that both
-	// are measured on the same cluster at the same time).
+	// are measured on the same cluster at the same time). Each latency ends once the namespace
+	// is in HNC's tree as well, which a space's BuildReady waits for.
 	HNCQuiet Distribution `json:"hncAloneQuiet"`
-	// Each of its latencies ends once the namespace is in HNC's tree as well, which a space's
-	// BuildReady waits for. HNCQuietStages split them where the anchor's create call returned
-	// and at the watch arrivals of the anchor and the namespace.
+	// HNCQuietStages split HNCQuiet's latencies where the anchor's create call returned and at
+	// the watch arrivals of the anchor and the namespace.
 	HNCQuietStages []Distribution `json:"hncAloneQuietStages"`
 	// InOrgQuiet and InOrgQuietStages are the same for an anchor in one of cf-hnc's orgs,
 	// without a CFSpace, in turn with HNCQuiet and Quiet: HNC's part of a quiet space, in
