@@ -234,7 +234,30 @@ type anchorTimeline struct {
 	start, created, anchor, namespace, copied time.Time
 }
 
-func (t anchorTimeline) latency() time.Duration { return t.copied.Sub(t.start) }
+// anchorRuns collects the timelines of one kind of quiet anchor, as latencies and stages.
+type anchorRuns struct {
+	latencies []time.Duration
+	stages    *stages
+}
+
+func newAnchorRuns(who string) *anchorRuns {
+	return &anchorRuns{stages: newStages(who+": anchor create call (HNC's webhook)", who+": created → anchor seen",
+		who+": anchor → namespace", who+": namespace → in the tree and copies")}
+}
+
+// measure waits until HNC is idle, then measures one anchor with measure.
+func (a *anchorRuns) measure(ctx context.Context, b *bench, measure func() (anchorTimeline, error)) error {
+	if _, err := b.waitForHNCIdle(ctx); err != nil {
+		return err
+	}
+	t, err := measure()
+	if err != nil {
+		return err
+	}
+	a.latencies = append(a.latencies, t.copied.Sub(t.start))
+	a.stages.add(t.start, t.created, t.anchor, t.namespace, t.copied)
+	return nil
+}
 
 // anchorInOrg is quietAnchor in one of cf-hnc's orgs, without a CFSpace: HNC's part of a quiet
 // space in cf-hnc's own tree, beside its sibling spaces, the org's and the root's objects and
@@ -351,34 +374,20 @@ func (b *bench) cfhnc(ctx context.Context, r *Results) error {
 // subnamespaces and one anchor in the same org without a CFSpace, and each once HNC is idle.
 func (b *bench) quietSpaces(ctx context.Context, r *Results) error {
 	say(fmt.Sprintf("  %d quiet spaces, as many of HNC alone's subnamespaces and of anchors in cf-hnc's orgs, in turn, each once HNC is idle", b.cfg.quiet))
-	var quiet, quietShares, hncQuiet, inOrgQuiet []time.Duration
+	var quiet, quietShares []time.Duration
 	spaceStages := newStages("cf-hnc: CFSpace create call (its webhook)", "cf-hnc: created → anchor seen", "HNC: anchor → namespace",
 		"HNC: namespace → placed and copies", "cf-hnc: last input → BuildReady")
-	anchorStages := func(who string) *stages {
-		return newStages(who+": anchor create call (HNC's webhook)", who+": created → anchor seen", who+": anchor → namespace",
-			who+": namespace → in the tree and copies")
-	}
-	hncStages, inOrgStages := anchorStages("HNC alone"), anchorStages("HNC in cf-hnc's org")
+	hncAlone, inOrg := newAnchorRuns("HNC alone"), newAnchorRuns("HNC in cf-hnc's org")
 	for q := range b.cfg.quiet {
 		org := b.orgs[q%len(b.orgs)]
-		if _, err := b.waitForHNCIdle(ctx); err != nil {
+		if err := hncAlone.measure(ctx, b, func() (anchorTimeline, error) {
+			return b.quietAnchor(ctx, "bench-hnc-0", fmt.Sprintf("bench-hnc-0-quiet-%d", q))
+		}); err != nil {
 			return err
 		}
-		h, err := b.quietAnchor(ctx, "bench-hnc-0", fmt.Sprintf("bench-hnc-0-quiet-%d", q))
-		if err != nil {
+		if err := inOrg.measure(ctx, b, func() (anchorTimeline, error) { return b.anchorInOrg(ctx, org) }); err != nil {
 			return err
 		}
-		hncQuiet = append(hncQuiet, h.latency())
-		hncStages.add(h.start, h.created, h.anchor, h.namespace, h.copied)
-		if _, err := b.waitForHNCIdle(ctx); err != nil {
-			return err
-		}
-		a, err := b.anchorInOrg(ctx, org)
-		if err != nil {
-			return err
-		}
-		inOrgQuiet = append(inOrgQuiet, a.latency())
-		inOrgStages.add(a.start, a.created, a.anchor, a.namespace, a.copied)
 		if _, err := b.waitForHNCIdle(ctx); err != nil {
 			return err
 		}
@@ -389,10 +398,8 @@ func (b *bench) quietSpaces(ctx context.Context, r *Results) error {
 		quiet, quietShares = append(quiet, t.latency()), append(quietShares, t.ownShare())
 		spaceStages.add(t.start, t.created, t.anchor, t.namespace, t.input, t.ready)
 	}
-	r.HNCQuiet = distribution("HNC alone: anchor → copies (quiet)", hncQuiet)
-	r.HNCQuietStages = hncStages.distributions()
-	r.InOrgQuiet = distribution("HNC in cf-hnc's org: anchor → copies (quiet)", inOrgQuiet)
-	r.InOrgQuietStages = inOrgStages.distributions()
+	r.HNCQuiet, r.HNCQuietStages = distribution("HNC alone: anchor → copies (quiet)", hncAlone.latencies), hncAlone.stages.distributions()
+	r.InOrgQuiet, r.InOrgQuietStages = distribution("HNC in cf-hnc's org: anchor → copies (quiet)", inOrg.latencies), inOrg.stages.distributions()
 	r.Quiet = distribution("cf-hnc: space → BuildReady (quiet)", quiet)
 	r.OwnShareQuiet = distribution("cf-hnc's own share (quiet)", quietShares)
 	r.QuietStages = spaceStages.distributions()
