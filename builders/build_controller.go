@@ -32,16 +32,19 @@ const appRefIndex = "spec.appRef.name"
 
 // BuildReconciler stages CFBuilds with kpack.
 type BuildReconciler struct {
-	client      client.Client
+	client client.Client
+	// uncached reads the pod of a failed kpack Build, which the cache holds without its
+	// containers' statuses.
+	uncached    client.Reader
 	reporter    *status.Reporter
 	droplets    DropletReader
 	concurrency int
 }
 
-// NewBuildReconciler returns a BuildReconciler that reads droplets' process types with droplets
-// and stages up to concurrency builds at once.
-func NewBuildReconciler(c client.Client, recorder events.EventRecorder, droplets DropletReader, concurrency int) *BuildReconciler {
-	return &BuildReconciler{client: c, reporter: status.NewReporter(c, recorder), droplets: droplets, concurrency: concurrency}
+// NewBuildReconciler returns a BuildReconciler that reads droplets' process types with droplets,
+// reads failed build pods with uncached, and stages up to concurrency builds at once.
+func NewBuildReconciler(c client.Client, uncached client.Reader, recorder events.EventRecorder, droplets DropletReader, concurrency int) *BuildReconciler {
+	return &BuildReconciler{client: c, uncached: uncached, reporter: status.NewReporter(c, recorder), droplets: droplets, concurrency: concurrency}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfbuilds,verbs=get;list;watch;create
@@ -50,6 +53,7 @@ func NewBuildReconciler(c client.Client, recorder events.EventRecorder, droplets
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps/finalizers,verbs=update
 // +kubebuilder:rbac:groups=kpack.io,resources=images,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=kpack.io,resources=builds,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kpack.io,resources=builders,verbs=get;list;watch;create;patch;delete
 
 // Reconcile stages a CFBuild until it succeeds or fails; a finished build is left alone.
@@ -98,9 +102,14 @@ func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild
 	if err != nil {
 		return in, err
 	}
-	if in.kpackBuild != nil {
-		if in.kpackBuild.IsSuccess() {
-			in.processes, err = r.processes(ctx, build.Namespace, in.kpackBuild.Status.LatestImage, in.space.Status.Build)
+	if kb := in.kpackBuild; kb != nil {
+		switch {
+		case kb.IsSuccess():
+			in.processes, err = r.processes(ctx, build.Namespace, kb.Status.LatestImage, in.space.Status.Build)
+		case kb.IsFailure():
+			in.failedStep, err = r.failedStep(ctx, kb)
+		case kb.Status.PodName != "":
+			in.unschedulable, err = r.unschedulable(ctx, kb)
 		}
 		return in, err
 	}
@@ -166,6 +175,32 @@ func kpackBuildOf(build *cfv1alpha1.CFBuild) string {
 
 func (r *BuildReconciler) kpackBuild(ctx context.Context, namespace, name string) (*kpackv1alpha2.Build, error) {
 	return get(ctx, r.client, namespace, name, &kpackv1alpha2.Build{})
+}
+
+// failedStep reads, from the pod of a failed kpack Build, which step failed and the end of its
+// log; nil when the pod is gone or no step exited with an error (the pod was evicted, say).
+func (r *BuildReconciler) failedStep(ctx context.Context, kb *kpackv1alpha2.Build) (*failedStep, error) {
+	if kb.Status.PodName == "" {
+		return nil, nil
+	}
+	pod, err := get(ctx, r.uncached, kb.Namespace, kb.Status.PodName, &corev1.Pod{})
+	if pod == nil || err != nil {
+		return nil, err
+	}
+	return failedStepOf(pod), nil
+}
+
+// unschedulable is why the scheduler cannot place a running kpack Build's pod, from the cache,
+// "" if it can.
+func (r *BuildReconciler) unschedulable(ctx context.Context, kb *kpackv1alpha2.Build) (string, error) {
+	pod, err := get(ctx, r.client, kb.Namespace, kb.Status.PodName, &corev1.Pod{})
+	if pod == nil || err != nil {
+		return "", err
+	}
+	if c := unscheduled(pod); c != nil {
+		return c.Message, nil
+	}
+	return "", nil
 }
 
 // processes reads a droplet's process types with the space's winning credentials.
@@ -285,15 +320,27 @@ func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return r.unfinishedBuilds(ctx, client.InNamespace(o.GetName()))
 		})).
 		Watches(&kpackv1alpha2.Build{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-			kb := o.(*kpackv1alpha2.Build)
-			// The CFBuild it stages, or the rebuild CFBuild named after it.
-			requests := []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: kb.Name}}}
-			if guid := stagedBuild(kb); guid != "" {
-				requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: guid}})
+			return stagingRequests(o.(*kpackv1alpha2.Build))
+		})).
+		// A build pod that the scheduler cannot place changes no kpack Build.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
+			kb, err := get(ctx, r.client, o.GetNamespace(), o.GetLabels()[kpackv1alpha2.BuildLabel], &kpackv1alpha2.Build{})
+			if kb == nil || err != nil {
+				return nil
 			}
-			return requests
+			return stagingRequests(kb)
 		})).
 		Complete(r)
+}
+
+// stagingRequests are the CFBuilds a kpack Build may stage: the one it stages, or the rebuild
+// CFBuild named after it.
+func stagingRequests(kb *kpackv1alpha2.Build) []ctrl.Request {
+	requests := []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: kb.Name}}}
+	if guid := stagedBuild(kb); guid != "" {
+		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: guid}})
+	}
+	return requests
 }
 
 // unfinishedBuilds maps an event to the CFBuilds that have not finished, among those listed.

@@ -150,17 +150,45 @@ var _ = Describe("following a kpack Build", func() {
 		Expect(p.droplet).To(BeNil())
 	})
 
-	It("carries kpack's reason and message and the failing step's", func() {
-		kb := kpackBuild(corev1.ConditionFalse, "PodFailed", "pod failed")
-		kb.Status.StepStates = []corev1.ContainerState{
-			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
-			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 51, Message: "no buildpack group passed detection"}},
-		}
-		p := planStaging(following(kb))
+	It("names the failed step, its exit code and the end of its log, without terminal escapes", func() {
+		in := following(kpackBuild(corev1.ConditionFalse, "Failed", "Error: ... For more info use `kubectl logs ...`"))
+		in.failedStep = failedStepOf(&corev1.Pod{Status: corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{
+				{Name: "prepare", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: "fine"}}},
+				{Name: "build", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 51,
+					Message: "line 1\nline 2\nline 3\n\nline 4\nline 5\nProcfile:1: malformed line\n\x1b[31;1mERROR: \x1b[0mfailed to build: exit status 1\n"}}},
+				{Name: "export", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}},
+			},
+		}})
+		p := planStaging(in)
 		Expect(condition(p, cfv1alpha1.SucceededCondition)).To(And(
 			HaveField("Status", metav1.ConditionFalse),
-			HaveField("Reason", "PodFailed"),
-			HaveField("Message", "kpack build app-build-1 failed: pod failed; a step exited with code 51: no buildpack group passed detection")))
+			HaveField("Reason", "Failed"),
+			HaveField("Message", "kpack build app-build-1 failed in step build (exit code 51): "+
+				"line 2; line 3; line 4; line 5; Procfile:1: malformed line; ERROR: failed to build: exit status 1")))
+	})
+
+	It("carries kpack's message when no step failed (the pod is gone, or was evicted)", func() {
+		in := following(kpackBuild(corev1.ConditionFalse, "Failed", "pod evicted"))
+		in.failedStep = failedStepOf(&corev1.Pod{})
+		Expect(in.failedStep).To(BeNil())
+		Expect(condition(planStaging(in), cfv1alpha1.SucceededCondition)).To(
+			HaveField("Message", "kpack build app-build-1 failed: pod evicted"))
+	})
+
+	It("says that a build's pod waits for a node, with the scheduler's reason", func() {
+		in := following(kpackBuild(corev1.ConditionUnknown, "", ""))
+		in.unschedulable = "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/disk-pressure: }."
+		Expect(condition(planStaging(in), cfv1alpha1.SucceededCondition)).To(And(
+			HaveField("Status", metav1.ConditionUnknown),
+			HaveField("Message", "kpack build app-build-1 waits for a node: "+in.unschedulable)))
+	})
+
+	It("says what a running build waits for, such as an image that cannot be pulled", func() {
+		kb := kpackBuild(corev1.ConditionUnknown, "ErrImagePull", "failed to pull image \"registry/builder\": not found")
+		kb.Status.StepsCompleted = []string{"prepare"}
+		Expect(condition(planStaging(following(kb)), cfv1alpha1.StagingCondition)).To(HaveField("Message",
+			`kpack build app-build-1 is running; steps completed: prepare; ErrImagePull: failed to pull image "registry/builder": not found`))
 	})
 
 	It("fails a build whose kpack Build is gone", func() {

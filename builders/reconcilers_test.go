@@ -75,7 +75,7 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		c := mgr.GetClient()
-		Expect(NewBuildReconciler(c, mgr.GetEventRecorder("cf-hnc-build"), fakeDroplets{}, 2).SetupWithManager(mgr)).To(Succeed())
+		Expect(NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), fakeDroplets{}, 2).SetupWithManager(mgr)).To(Succeed())
 		Expect(NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr)).To(Succeed())
 		Expect(NewAppReconciler(c, mgr.GetEventRecorder("cf-hnc-app"), root).SetupWithManager(mgr)).To(Succeed())
 		Expect(NewRolloutReconciler(c, 1).SetupWithManager(mgr)).To(Succeed())

@@ -40,10 +40,12 @@ var BuildPodSelector = func() labels.Selector {
 	return labels.NewSelector().Add(*hasBuild)
 }()
 
-// TrimBuildPod keeps of a cached build pod what the rollout reads: its metadata but the managed
-// fields, its scheduling gates and its phase. A build pod is mostly its containers (kpack's
-// lifecycle steps with their environment), and kpack keeps the pods of every Build in an
-// Image's history: cached whole, they would grow the manager with every push and rebuild.
+// TrimBuildPod keeps of a cached build pod what the rollout and the build reconciler read: its
+// metadata but the managed fields, its scheduling gates, its phase, and why it cannot be
+// scheduled if it cannot (the node is full, or under disk pressure). A build pod is mostly its
+// containers (kpack's lifecycle steps with their environment), and kpack keeps the pods of every
+// Build in an Image's history: cached whole, they would grow the manager with every push and
+// rebuild.
 func TrimBuildPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -52,8 +54,22 @@ func TrimBuildPod(obj any) (any, error) {
 	trimmed := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta,
 		Spec:   corev1.PodSpec{SchedulingGates: pod.Spec.SchedulingGates},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase}}
+	if c := unscheduled(pod); c != nil {
+		trimmed.Status.Conditions = []corev1.PodCondition{*c}
+	}
 	trimmed.ManagedFields = nil
 	return trimmed, nil
+}
+
+// unscheduled is the condition that says why the scheduler could not place a pod, nil if it
+// did or has not tried.
+func unscheduled(pod *corev1.Pod) *corev1.PodCondition {
+	for i, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // isRebuildPod says whether a pod is kpack's pod of a rebuild: every reason of its Build is one

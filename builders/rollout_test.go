@@ -92,6 +92,7 @@ var _ = Describe("pacing rebuilds", func() {
 			Expect(err).NotTo(HaveOccurred())
 			trimmed := obj.(*corev1.Pod)
 			Expect(trimmed.Spec.Containers).To(BeEmpty())
+			Expect(trimmed.Status.Conditions).To(BeEmpty())
 			Expect(trimmed.ManagedFields).To(BeEmpty())
 			cached = append(cached, *trimmed)
 		}
@@ -101,6 +102,16 @@ var _ = Describe("pacing rebuilds", func() {
 		Expect(released(kept)).To(Equal(released(whole)))
 		Expect([]int{kept.running, kept.waiting}).To(Equal([]int{whole.running, whole.waiting}))
 		Expect([]int{kept.running, kept.waiting}).To(Equal([]int{3, 1}), "running, waiting")
+	})
+
+	It("keeps why the scheduler cannot place a build pod, and no other condition", func() {
+		pod := gatedPod("waiting", "CONFIG", 0)
+		noNode := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+			Message: "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/disk-pressure: }."}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}, noNode}
+		obj, err := TrimBuildPod(&pod)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj.(*corev1.Pod).Status.Conditions).To(ConsistOf(noNode))
 	})
 
 	It("counts the pods it let run as running, whatever a stale cache says", func() {

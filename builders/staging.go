@@ -2,15 +2,18 @@ package builders
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
+	"code.cloudfoundry.org/cf-hnc/internal/logtext"
 )
 
 // stagingInputs is what staging a CFBuild depends on, as observed.
@@ -25,6 +28,10 @@ type stagingInputs struct {
 	kpackBuild *kpackv1alpha2.Build
 	// processes are the droplet's processes, read once the kpack Build succeeded.
 	processes []cfv1alpha1.ProcessType
+	// failedStep is the step of the kpack Build's pod that failed, read once it failed.
+	failedStep *failedStep
+	// unschedulable is why the scheduler cannot place the running kpack Build's pod.
+	unschedulable string
 
 	app *cfv1alpha1.CFApp
 	pkg *cfv1alpha1.CFPackage
@@ -131,16 +138,13 @@ func follow(in stagingInputs) stagingPlan {
 		}
 		p.droplet = droplet(kb, in.space.Status.Build, in.processes)
 	case done.IsFalse():
-		reason, message := failure(kb)
+		reason, message := failure(kb, in.failedStep)
 		p.conditions = []metav1.Condition{
 			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildFailedReason, Message: message},
 			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message},
 		}
 	default:
-		message := fmt.Sprintf("kpack build %s is running", kb.Name)
-		if len(kb.Status.StepsCompleted) > 0 {
-			message += "; steps completed: " + strings.Join(kb.Status.StepsCompleted, ", ")
-		}
+		message := runningMessage(kb, in.unschedulable)
 		p.conditions = []metav1.Condition{
 			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildRunningReason, Message: message},
 			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildRunningReason, Message: message},
@@ -149,29 +153,65 @@ func follow(in stagingInputs) stagingPlan {
 	return p
 }
 
-// failure is the reason and message of a failed kpack Build: kpack's own, and the step that
-// failed with its exit code and message.
-func failure(kb *kpackv1alpha2.Build) (reason, message string) {
-	reason, message = cfv1alpha1.BuildFailedReason, fmt.Sprintf("kpack build %s failed", kb.Name)
-	if c := kb.Status.GetCondition(corev1alpha1.ConditionSucceeded); c != nil {
-		if c.Reason != "" {
-			reason = c.Reason
-		}
-		if c.Message != "" {
-			message += ": " + c.Message
+// runningMessage says how far a running kpack Build got, and what its pod waits for: a node
+// (unschedulable is the scheduler's reason), or a step that cannot start (its image cannot be
+// pulled, say), which kpack reports as the reason of its condition.
+func runningMessage(kb *kpackv1alpha2.Build, unschedulable string) string {
+	message := fmt.Sprintf("kpack build %s is running", kb.Name)
+	if unschedulable != "" {
+		return fmt.Sprintf("kpack build %s waits for a node: %s", kb.Name, unschedulable)
+	}
+	if len(kb.Status.StepsCompleted) > 0 {
+		message += "; steps completed: " + strings.Join(kb.Status.StepsCompleted, ", ")
+	}
+	if c := kb.Status.GetCondition(corev1alpha1.ConditionSucceeded); c != nil && c.Reason != "" && c.Message != "" {
+		message += fmt.Sprintf("; %s: %s", c.Reason, c.Message)
+	}
+	return message
+}
+
+// failedStep is a step of a kpack build pod that exited with an error.
+type failedStep struct {
+	name     string
+	exitCode int32
+	// log is the end of the step's log, as the kubelet keeps it in the termination message:
+	// the policy cf-hnc-build-step-messages asks it to for kpack's steps.
+	log string
+}
+
+// failedStepOf is the first step of a build pod that exited with an error, in the pod's
+// order, nil if there is none.
+func failedStepOf(pod *corev1.Pod) *failedStep {
+	for _, s := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+			return &failedStep{name: s.Name, exitCode: t.ExitCode, log: t.Message}
 		}
 	}
-	for _, state := range kb.Status.StepStates {
-		if t := state.Terminated; t != nil && t.ExitCode != 0 {
-			message += fmt.Sprintf("; a step exited with code %d", t.ExitCode)
-			if t.Message != "" {
-				message += ": " + t.Message
-			}
-			break
+	return nil
+}
+
+// failure is the reason and message of a failed kpack Build: the step that failed, its exit
+// code and the end of its log; or, without a failed step, kpack's own message.
+func failure(kb *kpackv1alpha2.Build, step *failedStep) (reason, message string) {
+	reason, message = cfv1alpha1.BuildFailedReason, fmt.Sprintf("kpack build %s failed", kb.Name)
+	c := kb.Status.GetCondition(corev1alpha1.ConditionSucceeded)
+	if c != nil && c.Reason != "" {
+		reason = c.Reason
+	}
+	switch {
+	case step != nil:
+		message += fmt.Sprintf(" in step %s (exit code %d)", step.name, step.exitCode)
+		if lines := strings.Join(logtext.LastLines(step.log, failureLogLines), "; "); lines != "" {
+			message += ": " + lines
 		}
+	case c != nil && c.Message != "":
+		message += ": " + c.Message
 	}
 	return reason, message
 }
+
+// failureLogLines bounds the log lines of a failed step that a condition repeats.
+const failureLogLines = 6
 
 // droplet is the droplet a succeeded kpack Build staged.
 func droplet(kb *kpackv1alpha2.Build, space *cfv1alpha1.SpaceBuildConfig, processes []cfv1alpha1.ProcessType) *cfv1alpha1.BuildDropletStatus {

@@ -111,7 +111,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := builders.NewDefaultBuilderReconciler(c, mgr.GetAPIReader(), cfg.RootNamespace, cfg.BuilderNamespace).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := builders.NewBuildReconciler(c, mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}, cfg.Concurrency).SetupWithManager(mgr); err != nil {
+	if err := builders.NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}, cfg.Concurrency).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := builders.NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr); err != nil {

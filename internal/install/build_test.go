@@ -77,6 +77,7 @@ var _ = Describe("config/default", func() {
 			{"ValidatingWebhookConfiguration", "", install.ValidatingWebhookConfiguration},
 			{"MutatingWebhookConfiguration", "", install.MutatingWebhookConfiguration},
 			{"ValidatingAdmissionPolicy", "", "cf-hnc-manager-writes"},
+			{"MutatingAdmissionPolicy", "", "cf-hnc-build-step-messages"},
 			{"HNCConfiguration", "", "config"},
 		} {
 			Expect(find(objs, want[0], want[1], want[2])).NotTo(BeNil(), "%s %s/%s", want[0], want[1], want[2])

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/logtext"
 )
 
 // The states of a build, as the CF API names them.
@@ -213,7 +214,7 @@ func (f *follower) printFailure(ctx context.Context, build *cfv1alpha1.CFBuild, 
 	case logErr != nil:
 		fmt.Fprintf(f.out, "The step logs cannot be read: %v\n", logErr)
 	case len(logs) == 0:
-		// A pod that no kubelet ran (as with the local control plane's stand-in) has none.
+		// A pod that never started a container, or whose node is gone, has none.
 		fmt.Fprintf(f.out, "The cluster serves no log for the steps of pod %s.\n", kb.Status.PodName)
 	}
 	for _, l := range logs {
@@ -253,7 +254,8 @@ func describeStep(state corev1.ContainerState) string {
 	case t != nil && t.ExitCode == 0:
 		return "completed"
 	case t != nil && t.Message != "":
-		return fmt.Sprintf("exited with code %d: %s", t.ExitCode, strings.TrimSpace(t.Message))
+		// The message may be the end of the step's log: its last line says most.
+		return fmt.Sprintf("exited with code %d: %s", t.ExitCode, strings.Join(logtext.LastLines(t.Message, 1), ""))
 	case t != nil:
 		return fmt.Sprintf("exited with code %d (%s)", t.ExitCode, t.Reason)
 	case state.Running != nil:
