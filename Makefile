@@ -27,10 +27,12 @@ all: build
 help: ## Show the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-# hack/tools.sh builds the pinned binaries into a per-user cache and links them into bin/; when
-# they are cached it only checks and links them.
+# hack/tools.sh installs the Debian packages of the local control plane's real node
+# (hack/node-packages.sh: as root, or it prints the apt-get command to run), builds the pinned
+# binaries and the images the node's build pods run into a per-user cache and links them into
+# bin/; when they are cached it only checks and links them.
 .PHONY: tools
-tools: ## Build the pinned control-plane binaries (cached per user; the first build takes about an hour on 2 cores).
+tools: ## Install the node's Debian packages, build the pinned control-plane and node binaries and images (cached per user; the first build takes about 1.5 hours on 2 cores).
 	@hack/tools.sh
 
 .PHONY: manifests

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,38 +17,62 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
-// appSource is a Go app, as `cf push` uploads its bits.
-var appSource = map[string]string{"Procfile": "web: ./app\n", "main.go": "package main\n"}
+// appSource is a static site, as `cf push` uploads its bits: the cf-hnc/staticfile buildpack
+// detects its Staticfile, and a real build pod runs the CNB lifecycle on it.
+var appSource = map[string]string{"Staticfile": "", "index.html": "<h1>bench</h1>\n"}
 
 // deployApps pushes the apps, spread over the orgs and their spaces, and waits until each runs
 // the droplet of its build, as `cf push` leaves an app: what a stack fix then has to rebase.
+// Then it reads the run time of each build's pod from the apiserver.
 func (b *bench) deployApps(ctx context.Context, r *Results) error {
 	start := time.Now()
 	b.apps = make([]*cfv1alpha1.CFApp, b.cfg.apps)
+	pushed := make([]deployed, b.cfg.apps)
 	err := parallel(ctx, b.cfg.workers, b.cfg.apps, func(ctx context.Context, i int) error {
 		org := b.orgs[i%len(b.orgs)]
 		spaces := b.spaces[org]
-		app, err := b.deployApp(ctx, org, spaces[(i/len(b.orgs))%len(spaces)])
-		b.apps[i] = app
+		var err error
+		pushed[i], err = b.deployApp(ctx, org, spaces[(i/len(b.orgs))%len(spaces)])
+		b.apps[i] = pushed[i].app
 		return err
 	})
 	r.Apps = Apps{Count: b.cfg.apps, DeploySeconds: time.Since(start).Seconds()}
-	return err
+	if err != nil {
+		return err
+	}
+	staging, pods := make([]time.Duration, len(pushed)), make([]time.Duration, len(pushed))
+	for i, p := range pushed {
+		staging[i] = p.staging
+		if pods[i], err = b.buildPodRunTime(ctx, p.build.Namespace, p.build.Status.KpackBuild); err != nil {
+			return fmt.Errorf("CFBuild %s: %w", p.build.Name, err)
+		}
+	}
+	r.Apps.Build = distribution("CFBuild created → Succeeded", staging)
+	r.Apps.BuildPod = distribution("kpack build pod run", pods)
+	return nil
+}
+
+// deployed is an app that the bench pushed, with the CFBuild that staged its droplet.
+type deployed struct {
+	app   *cfv1alpha1.CFApp
+	build *cfv1alpha1.CFBuild
+	// staging is from the CFBuild's create call until the bench saw it Succeeded.
+	staging time.Duration
 }
 
 // deployApp creates an app, uploads its source, stages it and sets its droplet.
-func (b *bench) deployApp(ctx context.Context, org, space string) (*cfv1alpha1.CFApp, error) {
+func (b *bench) deployApp(ctx context.Context, org, space string) (deployed, error) {
 	app := &cfv1alpha1.CFApp{
 		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
 		Spec: cfv1alpha1.CFAppSpec{DisplayName: "app", DesiredState: cfv1alpha1.StartedState,
 			Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
 	}
 	if err := b.k8s.Create(ctx, app); err != nil {
-		return nil, err
+		return deployed{}, err
 	}
 	source, err := b.uploadSource(ctx, org)
 	if err != nil {
-		return nil, err
+		return deployed{}, err
 	}
 	pkg := &cfv1alpha1.CFPackage{
 		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
@@ -60,14 +85,23 @@ func (b *bench) deployApp(ctx context.Context, org, space string) (*cfv1alpha1.C
 		Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: app.Name},
 			PackageRef: corev1.LocalObjectReference{Name: pkg.Name}, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
 	}
-	if err := createAll(ctx, b.k8s, pkg, build); err != nil {
-		return nil, err
+	if err := b.k8s.Create(ctx, pkg); err != nil {
+		return deployed{}, err
 	}
+	created := time.Now()
+	if err := b.k8s.Create(ctx, build); err != nil {
+		return deployed{}, err
+	}
+	var succeeded time.Time
 	if err := b.seen.wait(ctx, 5*time.Minute, "build "+build.Name+" succeeded", func() bool {
-		return b.k8s.Get(ctx, client.ObjectKeyFromObject(build), build) == nil &&
-			meta.IsStatusConditionTrue(build.Status.Conditions, cfv1alpha1.SucceededCondition)
+		var ok bool
+		succeeded, ok = b.seen.arrival(buildSucceeded, build.Namespace, build.Name)
+		return ok
 	}); err != nil {
-		return nil, err
+		return deployed{}, err
+	}
+	if err := b.k8s.Get(ctx, client.ObjectKeyFromObject(build), build); err != nil {
+		return deployed{}, err
 	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := b.k8s.Get(ctx, client.ObjectKeyFromObject(app), app); err != nil {
@@ -77,11 +111,12 @@ func (b *bench) deployApp(ctx context.Context, org, space string) (*cfv1alpha1.C
 		return b.k8s.Update(ctx, app)
 	})
 	if err != nil {
-		return nil, err
+		return deployed{}, err
 	}
-	return app, b.seen.wait(ctx, 2*time.Minute, "app "+app.Name+" on its droplet", func() bool {
-		return b.runs(ctx, app, "")
-	})
+	return deployed{app: app, build: build, staging: succeeded.Sub(created)},
+		b.seen.wait(ctx, 2*time.Minute, "app "+app.Name+" on its droplet", func() bool {
+			return b.runs(ctx, app, "")
+		})
 }
 
 // runs says whether the app runs a droplet that is up to date, on the run image whose digest

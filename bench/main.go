@@ -1,8 +1,9 @@
 // Command bench measures cf-hnc side by side with its floors on one local control plane (the
-// same binaries and HNC flags as make run and the tests): the apiserver creating namespaces,
-// HNC alone propagating what cf-hnc asks of it (the same tree and labels, the same copies), and
-// cf-hnc making spaces BuildReady; then credential rotation, a stack run-image fix, a quiet
-// minute and a manager restart. It writes JSON, a PNG of the latency distributions and
+// same binaries and HNC flags as make run and the tests, with a real node that runs kpack's
+// build pods): the apiserver creating namespaces, HNC alone propagating what cf-hnc asks of it
+// (the same tree and labels, the same copies), and cf-hnc making spaces BuildReady; then
+// credential rotation, apps pushed and really built, a stack run-image fix that rebases them,
+// a quiet minute and a manager restart. It writes JSON, a PNG of the latency distributions and
 // docs/benchmarks.md.
 //
 //	make bench BENCH_FLAGS="-orgs 2 -spaces 20"
@@ -96,7 +97,7 @@ func run(ctx context.Context, cfg config, command string) error {
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
-		StandInKubelet:    true,
+		Node:              true,
 		DefaultBuilder:    true,
 		Manager:           manager,
 	})

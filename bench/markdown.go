@@ -15,8 +15,11 @@ func markdown(r *Results, png string) string {
 	fmt.Fprintf(&b, "# Benchmarks\n\n")
 	fmt.Fprintf(&b, "Written by `make bench` (bench/): cf-hnc side by side with its floors, in one run on one local\n")
 	fmt.Fprintf(&b, "control plane (kube-apiserver and etcd, kube-controller-manager, the HNC manager with the flags of\n")
-	fmt.Fprintf(&b, "config/hnc, the kpack controller, an in-memory registry, the cf-hnc manager as deployed).\n")
-	fmt.Fprintf(&b, "The targets are those of issue 14, stated for 1,000 spaces.\n\n")
+	fmt.Fprintf(&b, "config/hnc, the kpack controller, an in-memory registry, the cf-hnc manager as deployed, and a node:\n")
+	fmt.Fprintf(&b, "containerd, runc, kubelet and kube-scheduler, on which kpack's build pods run the CNB lifecycle with\n")
+	fmt.Fprintf(&b, "cf-hnc's buildpacks). The apps are static sites, which cf-hnc/staticfile builds.\n")
+	fmt.Fprintf(&b, "The targets are those of issue 14, stated for 1,000 spaces; issue 26 asks for the cost of a build\n")
+	fmt.Fprintf(&b, "and of a rebase to be stated.\n\n")
 	fmt.Fprintf(&b, "- Command: `%s`\n", r.Command)
 	fmt.Fprintf(&b, "- Machine: %d cores, %.1f GiB RAM, %s, %s; run took %s\n", r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.GoVersion, r.Machine.Date, r.Duration)
 	fmt.Fprintf(&b, "- Size: %d orgs × %d spaces = %d spaces, %d clients creating at once\n", r.Orgs, r.SpacesPerOrg, n, r.Workers)
@@ -30,7 +33,9 @@ func markdown(r *Results, png string) string {
 	fmt.Fprintf(&b, "\nLatencies are p50 / p95 / p99 in seconds. Times come from watch events seen by the bench process\n")
 	fmt.Fprintf(&b, "(creationTimestamps have whole seconds); cf-hnc's own share is BuildReady seen minus the arrival of\n")
 	fmt.Fprintf(&b, "the last of the space's inputs (its namespace as HNC placed and labelled it, HNC's copies of the\n")
-	fmt.Fprintf(&b, "org's Secret and ServiceAccount and of the root's Secret).\n\n")
+	fmt.Fprintf(&b, "org's Secret and ServiceAccount and of the root's Secret). A build or rebase pod's run time is the\n")
+	fmt.Fprintf(&b, "exception: from the pod's start until its completion container finished, as the kubelet wrote them\n")
+	fmt.Fprintf(&b, "in the pod's status, in whole seconds.\n\n")
 
 	fmt.Fprintf(&b, "| figure | cf-hnc | floor (same run) | target | |\n| --- | --- | --- | --- | --- |\n")
 	row := func(phase, figure, value, floor, target string, met *bool) {
@@ -90,8 +95,16 @@ func markdown(r *Results, png string) string {
 		"independent of the number of spaces", is(r.Stack.BuilderManifests > 0 && r.Stack.BuilderManifests == r.StackNoSpaces.BuilderManifests))
 	row(phaseApps, fmt.Sprintf("%d apps pushed across the orgs, each running its droplet", r.Apps.Count),
 		fmt.Sprintf("%.1f s", r.Apps.DeploySeconds), "", "", nil)
+	row(phaseApps, fmt.Sprintf("per build: CFBuild created → Succeeded, a real build (n=%d)", r.Apps.Build.Count), pct(r.Apps.Build),
+		fmt.Sprintf("its kpack build pod's run time (n=%d): %s", r.Apps.BuildPod.Count, pct(r.Apps.BuildPod)), "stated (issue 26)", nil)
 	row(phaseStack, fmt.Sprintf("stack fix → %d deployed apps on rebased droplets, UpToDate", r.Stack.Apps),
 		fmt.Sprintf("%.1f s", r.Stack.AppsSeconds), "", "≤ 60 s", is(r.Stack.Apps > 0 && r.Stack.AppsSeconds <= 60))
+	failed := ""
+	if r.Stack.FailedRebases > 0 {
+		failed = fmt.Sprintf("; **%d rebases failed**", r.Stack.FailedRebases)
+	}
+	row(phaseStack, fmt.Sprintf("per rebase after the stack fix: its kpack rebase pod's run time (n=%d)", r.Stack.RebasePod.Count),
+		pct(r.Stack.RebasePod)+failed, "", "stated (issue 26)", nil)
 	row(phaseSteady, fmt.Sprintf("writes by cf-hnc per minute, %d idle spaces", n), fmt.Sprintf("%.1f", r.Steady.WritesPerMinute), "", "0",
 		is(r.Steady.IdleSeconds > 0 && r.Steady.WritesPerMinute == 0))
 	row(phaseSteady, "manager memory (RSS now / peak; now: anonymous + binary's file pages)",

@@ -26,8 +26,8 @@ import (
 // creationTimestamps, which have whole seconds.
 type observer struct {
 	mu sync.Mutex
-	// seen is the first arrival of a namespace, Secret, ServiceAccount or anchor, by
-	// kind/namespace/name.
+	// seen is the first arrival of a namespace, Secret, ServiceAccount or anchor, and of a
+	// CFBuild's Succeeded True, by kind/namespace/name.
 	seen map[string]time.Time
 	// dataChanged is the last arrival of a Secret whose data changed, by Secret key.
 	dataChanged map[string]time.Time
@@ -44,8 +44,8 @@ type transition struct {
 
 func key(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
 
-// observe starts watches of namespaces, Secrets, ServiceAccounts, anchors and CFSpaces, and returns once
-// they have listed what exists.
+// observe starts watches of namespaces, Secrets, ServiceAccounts, anchors, CFSpaces and
+// CFBuilds, and returns once they have listed what exists.
 func observe(ctx context.Context, cfg *rest.Config) (*observer, error) {
 	informers, err := cache.New(cfg, cache.Options{Scheme: cfscheme.New()})
 	if err != nil {
@@ -95,6 +95,21 @@ func observe(ctx context.Context, cfg *rest.Config) (*observer, error) {
 	}); err != nil {
 		return nil, err
 	}
+	builds, err := informers.GetInformer(ctx, &cfv1alpha1.CFBuild{})
+	if err != nil {
+		return nil, err
+	}
+	succeeded := func(obj any) {
+		if build, ok := obj.(*cfv1alpha1.CFBuild); ok && meta.IsStatusConditionTrue(build.Status.Conditions, cfv1alpha1.SucceededCondition) {
+			o.arrived(key(buildSucceeded, build.Namespace, build.Name))
+		}
+	}
+	if _, err := builds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    succeeded,
+		UpdateFunc: func(_, obj any) { succeeded(obj) },
+	}); err != nil {
+		return nil, err
+	}
 	go func() { _ = informers.Start(ctx) }()
 	if !informers.WaitForCacheSync(ctx) {
 		return nil, fmt.Errorf("the bench's watches did not sync")
@@ -127,11 +142,12 @@ func (o *observer) placed(obj metav1.Object) {
 	}
 }
 
-// The kinds under which the observer records a namespace in HNC's tree, and a space namespace
-// placed and labelled as cf-hnc asks.
+// The kinds under which the observer records a namespace in HNC's tree, a space namespace
+// placed and labelled as cf-hnc asks, and a CFBuild with Succeeded True.
 const (
 	namespaceInTree = "NamespaceInTree"
 	placedNamespace = "PlacedNamespace"
+	buildSucceeded  = "BuildSucceeded"
 )
 
 func (o *observer) changedData(k string) {

@@ -102,7 +102,8 @@ func (b *bench) changeSecret(ctx context.Context, secretKey client.ObjectKey, sp
 
 // stackFix publishes a new run image and points the ClusterStack at it, as an operator does
 // for a base-image CVE, and measures until every default ClusterBuilder is on it, counting the
-// builder manifests kpack pushed meanwhile, then until every app runs a droplet rebased on it.
+// builder manifests kpack pushed meanwhile, then until every app runs a droplet rebased on it,
+// and then the run time of each rebase pod.
 func (b *bench) stackFix(ctx context.Context, fix *StackFix) error {
 	reg := b.cp.Kpack().Registry
 	for _, spaces := range b.spaces {
@@ -144,7 +145,10 @@ func (b *bench) stackFix(ctx context.Context, fix *StackFix) error {
 		fix.Apps, fix.AppsSeconds = len(b.apps), time.Since(start).Seconds()
 	}
 	fix.AllManifests = reg.ManifestsPushed("") - allManifests
-	return nil
+	if len(b.apps) > 0 {
+		fix.RebasePod, fix.FailedRebases, err = b.rebasePods(ctx, runImage.Digest)
+	}
+	return err
 }
 
 // steady waits until cf-hnc's writes settle, then counts them over the idle period, with the

@@ -124,12 +124,24 @@ type StackFix struct {
 	// Apps ran a droplet rebased on the new run image, and UpToDate, AppsSeconds after the fix.
 	Apps        int     `json:"apps"`
 	AppsSeconds float64 `json:"appsSeconds"`
+	// RebasePod is, for each kpack Build that rebased a droplet onto the new run image and
+	// succeeded (kpack's rebases of the apps' Images and cf-hnc's own), its pod's run time on
+	// the node: from the pod's start until its completion container finished, in whole
+	// seconds. FailedRebases are those that failed.
+	RebasePod     Distribution `json:"rebasePod"`
+	FailedRebases int          `json:"failedRebases,omitempty"`
 }
 
 // Apps are the apps pushed before the stack fix, and how long pushing them all took.
 type Apps struct {
 	Count         int     `json:"count"`
 	DeploySeconds float64 `json:"deploySeconds"`
+	// Build is, for each app's CFBuild, from its create call until the bench saw it
+	// Succeeded: a real build of the app's source by the CNB lifecycle in a kpack build pod.
+	Build Distribution `json:"build"`
+	// BuildPod is the run time of each of those builds' pods on the node: from the pod's start
+	// until its completion container finished, in whole seconds.
+	BuildPod Distribution `json:"buildPod"`
 }
 
 // Steady is the manager with every space idle, and its cost over the run.

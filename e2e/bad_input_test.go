@@ -71,7 +71,7 @@ var _ = Describe("Bad input", Ordered, func() {
 		refused(ctx, k8s, newApp(space, cfv1alpha1.LifecycleData{Stack: "cflinuxfs3"}),
 			`spec.lifecycle.data.stack: Invalid value: "cflinuxfs3": unknown stack; the stacks are: cflinuxfs4`)
 		refused(ctx, k8s, newApp(space, cfv1alpha1.LifecycleData{Buildpacks: []string{"ruby_buildpack"}}),
-			`spec.lifecycle.data.buildpacks[0]: Invalid value: "ruby_buildpack": unknown buildpack; the store has: paketo-buildpacks/go`)
+			`spec.lifecycle.data.buildpacks[0]: Invalid value: "ruby_buildpack": unknown buildpack; the store has: cf-hnc/procfile`)
 
 		app := createApp(ctx, space, defaultLifecycle)
 		build := newBuild(app, "package")

@@ -100,6 +100,71 @@ var _ = Describe("Faults", Label("faults"), func() {
 		Expect(builds.Items).To(HaveLen(1))
 	})
 
+	DescribeTable("ends a build that was running on the node when a part of the node was killed: with one droplet, or failed with the reason, nothing left running",
+		func(ctx SpecContext, component string) {
+			org, space := buildingSpace(ctx, "node-"+component)
+			app := createApp(ctx, space, defaultLifecycle)
+			build := stage(ctx, org, app)
+			Eventually(func() []string {
+				Expect(k8s.Get(ctx, client.ObjectKeyFromObject(build), build)).To(Succeed())
+				if build.Status.KpackBuild == "" {
+					return nil
+				}
+				kb := &kpackv1alpha2.Build{}
+				Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: build.Status.KpackBuild}, kb)).To(Succeed())
+				return kb.Status.StepsCompleted
+			}, time.Minute, 50*time.Millisecond).Should(ContainElement("prepare"), "the build pod runs")
+
+			Expect(cp.KillComponent(component)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) {
+				if cp.Healthy() != nil {
+					Expect(cp.StartComponent(ctx, component)).To(Succeed())
+				}
+			})
+			time.Sleep(3 * time.Second)
+			Expect(cp.StartComponent(ctx, component)).To(Succeed())
+
+			Eventually(succeeded(ctx, build), 3*time.Minute).Should(Or(
+				HaveField("Status", metav1.ConditionTrue),
+				And(HaveField("Status", metav1.ConditionFalse), HaveField("Message", MatchRegexp(`kpack build \S+ failed\S* \S+`)))))
+			if meta.IsStatusConditionTrue(build.Status.Conditions, cfv1alpha1.SucceededCondition) {
+				Expect(build.Status.Droplet).NotTo(BeNil())
+				Expect(lifecycleMetadata(build.Status.Droplet.Registry.Image, org).Buildpacks).NotTo(BeEmpty())
+			}
+			Eventually(func() []corev1.PodPhase {
+				pods := &corev1.PodList{}
+				Expect(k8s.List(ctx, pods, client.InNamespace(space))).To(Succeed())
+				var phases []corev1.PodPhase
+				for _, p := range pods.Items {
+					phases = append(phases, p.Status.Phase)
+				}
+				return phases
+			}, time.Minute).Should(HaveEach(BeElementOf(corev1.PodSucceeded, corev1.PodFailed)), "no build pod is left running")
+
+			By("building again on the node as it is now")
+			again := stage(ctx, org, app)
+			Eventually(succeeded(ctx, again), 2*time.Minute).Should(HaveField("Status", metav1.ConditionTrue))
+		},
+		Entry("the kubelet", "kubelet"),
+		Entry("containerd", "containerd"),
+	)
+
+	It("says that a build waits for a node while the node's disk is full, and builds it once there is room", func(ctx SpecContext) {
+		org, space := buildingSpace(ctx, "disk")
+		app := createApp(ctx, space, defaultLifecycle)
+		Expect(cp.SetNodeDiskPressure(ctx, true)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(cp.SetNodeDiskPressure(ctx, false)).To(Succeed()) })
+
+		build := stage(ctx, org, app)
+		Eventually(succeeded(ctx, build), time.Minute).Should(And(
+			HaveField("Status", metav1.ConditionUnknown),
+			HaveField("Message", And(ContainSubstring("waits for a node"), ContainSubstring("untolerated taint")))),
+			"the scheduler's words: the node's disk-pressure taint keeps the pod off it")
+
+		Expect(cp.SetNodeDiskPressure(ctx, false)).To(Succeed())
+		Eventually(succeeded(ctx, build), 2*time.Minute).Should(HaveField("Status", metav1.ConditionTrue))
+	})
+
 	It("deletes an org with its spaces when the manager is killed in the middle of the deletion", func(ctx SpecContext) {
 		DeferCleanup(restartManager)
 		org := createOrg(ctx, "doomed-"+string(uuid.NewUUID())[:8])
@@ -176,3 +241,13 @@ var _ = Describe("Faults", Label("faults"), func() {
 		Expect(namespaces.Items).To(HaveLen(spaces), "one namespace per space, none twice")
 	})
 })
+
+// buildingSpace is a new org with its registry and a space that can build.
+func buildingSpace(ctx SpecContext, prefix string) (org, space string) {
+	GinkgoHelper()
+	org = createOrg(ctx, prefix+"-"+string(uuid.NewUUID())[:8])
+	space = createSpace(ctx, org, "dev")
+	placeOrgRegistry(ctx, org)
+	Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+	return org, space
+}

@@ -26,16 +26,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/dockerconfig"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/buildpacks"
 )
 
 // The developer's flow through the built plugin: push, apps, builds, restage, against kpack,
-// the stand-in kubelet and the registry.
+// the node and the registry.
 var _ = Describe("The quick start (docs/quickstart.md) through the kubectl-cf binary", func() {
 	It("goes from create-org to a pushed app running a droplet, and a stack fix redeploys it", func(ctx SpecContext) {
 		org := "quick-" + string(uuid.NewUUID())[:8]
@@ -51,19 +51,20 @@ var _ = Describe("The quick start (docs/quickstart.md) through the kubectl-cf bi
 
 		dir := appSource(".cfignore", "*.log\n", "debug.log", "noise\n")
 		out = cf("push", "web", "-o", org, "-s", "dev", "-p", dir)
-		Expect(out).To(ContainSubstring("Packed %s: 2 files, 25 B; 2 left out by .cfignore and the default exclusions\n", dir))
+		Expect(out).To(ContainSubstring("Packed %s: 2 files, 17 B; 2 left out by .cfignore and the default exclusions\n", dir))
 		Expect(out).To(MatchRegexp(`(?m)^Created app "web": [0-9a-f-]{36}$`))
 		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+STAGED\s+BuildSucceeded: droplet %s/orgs/%s/[0-9a-f-]{36}/[0-9a-f-]{36}@sha256:[0-9a-f]{64}$`,
 			regexp.QuoteMeta(host), org))
 		Expect(out).To(MatchRegexp(`(?m)^App "web" is STARTED with droplet ([0-9a-f-]{36}):$`))
 		Expect(out).To(MatchRegexp(`(?m)^  stack:\s+%s$`, cp.Kpack().Images.Stack.ID))
 		Expect(out).To(MatchRegexp(`(?m)^  run image:\s+\S+@sha256:[0-9a-f]{64}$`))
-		Expect(out).To(MatchRegexp(`(?m)^  processes:\s+web: ./app$`))
+		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:\s+cf-hnc/staticfile \d+\.\d+\.\d+$`))
+		Expect(out).To(MatchRegexp(`(?m)^  processes:\s+web: staticfile-server -root \.$`))
 
 		app := appNamed(ctx, org, "web")
 		Expect(app.Spec.DesiredState).To(Equal(cfv1alpha1.StartedState))
 		droplet := app.Spec.CurrentDropletRef.Name
-		Expect(packagedFiles(ctx, app, org)).To(ConsistOf("Procfile", "main.go"))
+		Expect(packagedFiles(ctx, app, org)).To(ConsistOf("Staticfile", "index.html"))
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }).Should(MatchRegexp(
 			`(?m)^web\s+%s\s+STARTED\s+%s\s+UpToDate$`, app.Name, droplet))
 
@@ -99,11 +100,11 @@ var _ = Describe("Pushing with kubectl cf", func() {
 	})
 
 	It("sets the app's buildpacks with -b, finds the app again by its name in any case, and -b default resets them", func(ctx SpecContext) {
-		// Named buildpacks are all required, as in CF: the source must be one that nodejs detects.
-		out := cf("push", "web", "-o", org, "-s", "dev", "-p", appSource("package.json", `{"name":"web"}`), "-b", "paketo-buildpacks/nodejs", "-b", "paketo-buildpacks/procfile")
-		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:\s+paketo-buildpacks/nodejs 1\.0\.0, paketo-buildpacks/procfile \d+\.\d+\.\d+$`))
+		// Named buildpacks are all required, as in CF: the source must be one that both detect.
+		out := cf("push", "web", "-o", org, "-s", "dev", "-p", appSource("Procfile", "web: httpd -f -p $PORT\n"), "-b", buildpacks.StaticfileID, "-b", buildpacks.ProcfileID)
+		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:\s+cf-hnc/staticfile \d+\.\d+\.\d+, cf-hnc/procfile \d+\.\d+\.\d+$`))
 		app := appNamed(ctx, org, "web")
-		Expect(app.Spec.Lifecycle.Data.Buildpacks).To(Equal([]string{"paketo-buildpacks/nodejs", "paketo-buildpacks/procfile"}))
+		Expect(app.Spec.Lifecycle.Data.Buildpacks).To(Equal([]string{buildpacks.StaticfileID, buildpacks.ProcfileID}))
 		Expect(getBuild(ctx, space, app.Spec.CurrentDropletRef.Name).Status.Builder).To(HavePrefix("cf-lifecycle-"))
 
 		out = cf("push", "WEB", "-o", org, "-s", "dev", "-p", appSource(), "-b", "default")
@@ -133,8 +134,8 @@ var _ = Describe("Pushing with kubectl cf", func() {
 			Expect(stderr).To(HavePrefix("Error: " + message))
 			expectNothingIn(ctx, space)
 		},
-		Entry("an unknown buildpack", []string{"-b", "paketo-buildpacks/go", "-b", "ruby_buildpack"},
-			`app "web": --buildpack: Invalid value: "ruby_buildpack": unknown buildpack; the store has: paketo-buildpacks/go, paketo-buildpacks/java, paketo-buildpacks/nodejs, paketo-buildpacks/procfile`),
+		Entry("an unknown buildpack", []string{"-b", buildpacks.ProcfileID, "-b", "ruby_buildpack"},
+			`app "web": --buildpack: Invalid value: "ruby_buildpack": unknown buildpack; the store has: cf-hnc/procfile, cf-hnc/staticfile`),
 		Entry("an unknown stack", []string{"--stack", "cflinuxfs3"},
 			`app "web": --stack: Invalid value: "cflinuxfs3": unknown stack; the stacks are: cflinuxfs4`),
 	)
@@ -161,25 +162,23 @@ var _ = Describe("Pushing with kubectl cf", func() {
 		cf("push", "web", "-o", org, "-s", "dev", "-p", appSource())
 		app := appNamed(ctx, org, "web")
 		droplet := app.Spec.CurrentDropletRef.Name
-		restore := cp.Kubelet().FailBuilds(types.NamespacedName{Namespace: space, Name: app.Name}, "go: no go.mod file found")
-		DeferCleanup(restore)
 
-		session := cfSession("push", "web", "-o", org, "-s", "dev", "-p", appSource())
+		session := cfSession("push", "web", "-o", org, "-s", "dev", "-p", sourceDir("Procfile", "web ./server\n"))
 		Eventually(session, 2*time.Minute).Should(gexec.Exit(1))
 		out := string(session.Out.Contents())
-		failure := fmt.Sprintf("kpack build %s-build-2 failed: Error:  go: no go.mod file found ", app.Name)
-		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+FAILED\s+Failed: %s`, regexp.QuoteMeta(failure)))
-		Expect(out).To(MatchRegexp(`(?m)^Staging failed: Failed: %s.*; a step exited with code 51: go: no go.mod file found$`, regexp.QuoteMeta(failure)))
+		failure := fmt.Sprintf("kpack build %s-build-2 failed in step build (exit code 51): ", app.Name)
+		malformed := `Procfile:1: malformed line "web ./server", want "<type>: <command>"`
+		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+FAILED\s+Failed: %s.*%s`, regexp.QuoteMeta(failure), regexp.QuoteMeta(malformed)))
+		Expect(out).To(MatchRegexp(`(?m)^Staging failed: Failed: %s.*%s.*ERROR: failed to build: exit status 1$`, regexp.QuoteMeta(failure), regexp.QuoteMeta(malformed)))
 		Expect(out).To(ContainSubstring("Steps of kpack build %s-build-2 (pod %s-build-2-build-pod):\n", app.Name, app.Name))
 		Expect(out).To(MatchRegexp(`(?m)^  prepare\s+completed\n  analyze\s+completed\n  detect\s+completed\n  restore\s+completed\n` +
-			`  build\s+exited with code 51: go: no go.mod file found\n  export\s+waiting \(PodInitializing\)`))
-		Expect(out).To(HaveSuffix(fmt.Sprintf("The cluster serves no log for the steps of pod %s-build-2-build-pod.\n", app.Name)),
-			"no kubelet ran the pod here: the stand-in only reports how each step ended")
-		Expect(string(session.Err.Contents())).To(MatchRegexp(`^Error: staging app "web" failed: Failed: %s.*\n$`, regexp.QuoteMeta(failure)))
+			`  build\s+exited with code 51: .*\n(?:.*\n)*  export\s+waiting \(PodInitializing\)`))
+		Expect(out).To(MatchRegexp(`(?m)^--- detect \(completed\)\n(?:    .*\n)*    cf-hnc/procfile \d+\.\d+\.\d+$`), "the lifecycle's detector's own log")
+		Expect(out).To(MatchRegexp(`(?m)^--- build \(exited with code 51: (?:.*\n)*    %s$`, regexp.QuoteMeta(malformed)), "the buildpack's own log")
+		Expect(string(session.Err.Contents())).To(MatchRegexp(`^Error: staging app "web" failed: Failed: %s`, regexp.QuoteMeta(failure)))
 		Expect(currentDroplet(ctx, app)()).To(Equal(droplet), "the app keeps its droplet")
 		Expect(cf("builds", "web", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^[0-9a-f-]{36}\s+\S+\s+FAILED\s+Failed\s+-\s+-\s+-$`))
 
-		restore()
 		Expect(cf("push", "web", "-o", org, "-s", "dev", "-p", appSource())).To(ContainSubstring(`App "web" is STARTED`))
 	})
 
@@ -231,11 +230,12 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 	})
 
 	It("runs the droplet that a Held buildpack upgrade staged, without staging again", func(ctx SpecContext) {
-		// A Java app: the first buildpack that detects builds it, and no other spec upgrades Java.
-		cf("push", "web", "-o", org, "-s", "dev", "-p", sourceDir("Procfile", "web: java -jar app.jar\n", "pom.xml", "<project/>\n"))
+		// An app of the procfile buildpack, which the specs upgrade; the static sites of the
+		// other specs stay out of it.
+		cf("push", "web", "-o", org, "-s", "dev", "-p", sourceDir("Procfile", "web: httpd -f -p $PORT\n"))
 		app := appNamed(ctx, org, "web")
 		droplet := app.Spec.CurrentDropletRef.Name
-		_, err := cp.UpgradeBuildpack(ctx, "paketo-buildpacks/java", "1.1.0")
+		upgrade, err := cp.UpgradeBuildpack(ctx, buildpacks.ProcfileID)
 		Expect(err).NotTo(HaveOccurred())
 
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }, 2*time.Minute).Should(MatchRegexp(
@@ -248,7 +248,7 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 
 		out := cf("restage", "web", "-o", org, "-s", "dev")
 		Expect(out).To(HavePrefix(fmt.Sprintf(`App "web" now runs its held droplet %s, which kpack rebuilt from its current package because of BUILDPACK; nothing needed staging.`, held)))
-		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:.*paketo-buildpacks/java 1\.1\.0`))
+		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:.*cf-hnc/procfile %s`, regexp.QuoteMeta(upgrade.Version)))
 		Expect(objectsIn(ctx, space)).To(Equal(builds), "no build")
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }).Should(MatchRegexp(
 			`(?m)^web\s+%s\s+STARTED\s+%s\s+UpToDate$`, app.Name, held))
@@ -355,7 +355,7 @@ func appNamed(ctx SpecContext, org, name string) *cfv1alpha1.CFApp {
 // pairs.
 func appSource(files ...string) string {
 	GinkgoHelper()
-	return sourceDir(append([]string{"Procfile", "web: ./app\n", "main.go", "package main\n\n"}, files...)...)
+	return sourceDir(append([]string{"Staticfile", "", "index.html", "<h1>web</h1>\n<p>\n"}, files...)...)
 }
 
 // sourceDir writes a directory of files, given as name, content, name, content...

@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/buildpacks"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
@@ -40,35 +40,78 @@ var _ = Describe("Staging", func() {
 		Expect(droplet.Registry.Image).To(HavePrefix(cp.Kpack().Registry.Host() + "/" + org + "/" + space + "/" + app.Name + "@sha256:"))
 		Expect(droplet.Registry.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "cf-registry-org"}))
 		Expect(droplet.Stack).To(Equal(cp.Kpack().Images.Stack.ID))
-		Expect(droplet.ProcessTypes).To(ConsistOf(cfv1alpha1.ProcessType{Type: "web", Command: "./app"}))
+		Expect(droplet.ProcessTypes).To(ConsistOf(cfv1alpha1.ProcessType{Type: "web", Command: "staticfile-server -root ."}))
 		pusher, ok := cp.Kpack().Registry.PushedBy(droplet.Registry.Image)
 		Expect(ok).To(BeTrue())
 		Expect(pusher).To(Equal(registryUserName(org)))
+
+		By("reading what the lifecycle's exporter wrote into the droplet")
+		metadata := lifecycleMetadata(droplet.Registry.Image, org)
+		stack := &kpackv1alpha2.ClusterStack{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: controlplane.Stack}, stack)).To(Succeed())
+		Expect(metadata.RunImage.Reference).To(HaveSuffix("@"+digestOf(stack.Status.RunImage.LatestImage)),
+			"the exporter used the run image kpack resolved for the stack")
+		Expect(metadata.Buildpacks).To(ConsistOf(HaveField("Key", buildpacks.StaticfileID)))
+		runLayers, _ := splitDroplet(droplet.Registry.Image, org)
+		Expect(runLayers).NotTo(BeEmpty())
 	})
 
 	It("runs the first buildpack of the default Builder's order that detects, as Cloud Foundry does", func(ctx SpecContext) {
-		both := map[string]string{"go.mod": "module app\n", "main.go": "package main\n", "package.json": `{"name":"app"}`, "Procfile": "web: ./app\n"}
-		goFirst := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), both)
-		node := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), nodeSource)
-		Eventually(succeeded(ctx, goFirst)).Should(HaveField("Status", metav1.ConditionTrue))
-		Eventually(succeeded(ctx, node)).Should(HaveField("Status", metav1.ConditionTrue))
+		both := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), bothSource)
+		procfile := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), procfileSource)
+		Eventually(succeeded(ctx, both)).Should(HaveField("Status", metav1.ConditionTrue))
+		Eventually(succeeded(ctx, procfile)).Should(HaveField("Status", metav1.ConditionTrue))
 
-		Expect(goFirst.Status.Droplet.Buildpacks).To(HaveExactElements(HaveField("ID", "paketo-buildpacks/go")),
-			"Go and Node.js both detect; Go comes first in the operator's order")
-		Expect(node.Status.Droplet.Buildpacks).To(HaveExactElements(HaveField("ID", "paketo-buildpacks/nodejs")))
+		Expect(both.Status.Droplet.Buildpacks).To(HaveExactElements(HaveField("ID", buildpacks.StaticfileID)),
+			"both buildpacks detect; the staticfile one comes first in the operator's order")
+		Expect(procfile.Status.Droplet.Buildpacks).To(HaveExactElements(HaveField("ID", buildpacks.ProcfileID)))
+		Expect(procfile.Status.Droplet.ProcessTypes).To(ConsistOf(cfv1alpha1.ProcessType{Type: "web", Command: "sh -c httpd -f -p $PORT"}))
+	})
+
+	It("fails a build whose buildpack fails, naming the step and the buildpack's message, and one that no buildpack detects", func(ctx SpecContext) {
+		broken := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), brokenSource)
+		undetected := stageSource(ctx, org, createApp(ctx, space, defaultLifecycle), map[string]string{"README.md": "nothing to run\n"})
+		Eventually(succeeded(ctx, broken)).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", And(
+				ContainSubstring("in step build (exit code 51)"),
+				ContainSubstring(`Procfile:1: malformed line "web ./server", want "<type>: <command>"`)))))
+		Eventually(succeeded(ctx, undetected)).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", And(ContainSubstring("in step detect"), ContainSubstring("No buildpack groups passed detection")))))
+	})
+
+	It("fails a build whose Builder's image cannot be pulled, in the registry's words, and builds again once it can", func(ctx SpecContext) {
+		// A lifecycle of its own gives the app a dedicated Builder, whose image lies below the
+		// space's repository. kpack reads the image's configuration before it makes a build pod.
+		restore := cp.Kpack().Registry.RefusePulls(org+"/"+space+"/builders/", "the repository is quarantined")
+		DeferCleanup(restore)
+		app := createApp(ctx, space, cfv1alpha1.LifecycleData{Buildpacks: []string{buildpacks.ProcfileID}})
+		build := stageSource(ctx, org, app, procfileSource)
+		Eventually(succeeded(ctx, build), 2*time.Minute).Should(And(
+			HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", ContainSubstring("the repository is quarantined"))))
+
+		restore()
+		again := stageSource(ctx, org, app, procfileSource)
+		Eventually(succeeded(ctx, again), 3*time.Minute).Should(HaveField("Status", metav1.ConditionTrue))
+		Expect(lifecycleMetadata(again.Status.Droplet.Registry.Image, org).Buildpacks).To(ConsistOf(HaveField("Key", buildpacks.ProcfileID)))
 	})
 
 	It("gives a lifecycle with its own buildpacks a dedicated Builder that apps share and that goes with them", func(ctx SpecContext) {
-		lifecycle := cfv1alpha1.LifecycleData{Buildpacks: []string{"paketo-buildpacks/nodejs", "paketo-buildpacks/procfile"}}
+		lifecycle := cfv1alpha1.LifecycleData{Buildpacks: []string{buildpacks.StaticfileID, buildpacks.ProcfileID}}
 		first, second := createApp(ctx, space, lifecycle), createApp(ctx, space, lifecycle)
-		firstBuild, secondBuild := stageSource(ctx, org, first, nodeSource), stageSource(ctx, org, second, nodeSource)
+		firstBuild, secondBuild := stageSource(ctx, org, first, bothSource), stageSource(ctx, org, second, bothSource)
 		Eventually(succeeded(ctx, firstBuild)).Should(HaveField("Status", metav1.ConditionTrue))
 		Eventually(succeeded(ctx, secondBuild)).Should(HaveField("Status", metav1.ConditionTrue))
 
 		Expect(firstBuild.Status.Builder).To(HavePrefix("cf-lifecycle-"))
 		Expect(secondBuild.Status.Builder).To(Equal(firstBuild.Status.Builder))
 		Expect(firstBuild.Status.Droplet.Buildpacks).To(HaveExactElements(
-			HaveField("ID", "paketo-buildpacks/nodejs"), HaveField("ID", "paketo-buildpacks/procfile")))
+			HaveField("ID", buildpacks.StaticfileID), HaveField("ID", buildpacks.ProcfileID)),
+			"the lifecycle's group runs both buildpacks, where the default order stops at the first")
+		Expect(firstBuild.Status.Droplet.ProcessTypes).To(ConsistOf(cfv1alpha1.ProcessType{Type: "web", Command: "sh -c httpd -f -p $PORT"}),
+			"the later buildpack's web process wins")
 		builder := &kpackv1alpha2.Builder{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: firstBuild.Status.Builder}, builder)).To(Succeed())
 		Expect(builder.OwnerReferences).To(ConsistOf(HaveField("UID", first.UID), HaveField("UID", second.UID)))
@@ -82,8 +125,8 @@ var _ = Describe("Staging", func() {
 	It("rejects lifecycles that cannot be built, with what can", func(ctx SpecContext) {
 		for lifecycle, message := range map[*cfv1alpha1.Lifecycle]string{
 			{Type: "docker"}: `spec.lifecycle.type: Unsupported value: "docker": supported values: "buildpack"`,
-			{Type: cfv1alpha1.BuildpackLifecycle, Data: cfv1alpha1.LifecycleData{Stack: "cflinuxfs3"}}:                                            `spec.lifecycle.data.stack: Invalid value: "cflinuxfs3": unknown stack; the stacks are: cflinuxfs4`,
-			{Type: cfv1alpha1.BuildpackLifecycle, Data: cfv1alpha1.LifecycleData{Buildpacks: []string{"paketo-buildpacks/go", "ruby_buildpack"}}}: `spec.lifecycle.data.buildpacks[1]: Invalid value: "ruby_buildpack": unknown buildpack; the store has: paketo-buildpacks/go, paketo-buildpacks/java, paketo-buildpacks/nodejs, paketo-buildpacks/procfile`,
+			{Type: cfv1alpha1.BuildpackLifecycle, Data: cfv1alpha1.LifecycleData{Stack: "cflinuxfs3"}}:                                           `spec.lifecycle.data.stack: Invalid value: "cflinuxfs3": unknown stack; the stacks are: cflinuxfs4`,
+			{Type: cfv1alpha1.BuildpackLifecycle, Data: cfv1alpha1.LifecycleData{Buildpacks: []string{buildpacks.ProcfileID, "ruby_buildpack"}}}: `spec.lifecycle.data.buildpacks[1]: Invalid value: "ruby_buildpack": unknown buildpack; the store has: cf-hnc/procfile, cf-hnc/staticfile`,
 		} {
 			app := newApp(space, lifecycle.Data)
 			app.Spec.Lifecycle.Type = lifecycle.Type
@@ -105,9 +148,9 @@ var _ = Describe("Upgrades", Ordered, func() {
 	It("moves every app to a rebased droplet after a stack run image fix, and keeps an app whose rebuild fails where it is", func(ctx SpecContext) {
 		healthy, broken := deployedApp(ctx, org, space), deployedApp(ctx, org, space)
 		healthyDroplet, brokenDroplet := healthy.Spec.CurrentDropletRef.Name, broken.Spec.CurrentDropletRef.Name
-		// Every rebase of the broken app fails: kpack's, and the one cf-hnc tries after it.
-		restore := cp.Kubelet().FailBuildsMatching(space, labels.SelectorFromSet(labels.Set{cfv1alpha1.AppLabel: broken.Name}), "rebase failed: run image layer is corrupt")
-		DeferCleanup(restore)
+		// Every rebase of the broken app fails: kpack's, and the one cf-hnc tries after it, when
+		// the registry refuses to store its rebased droplet.
+		DeferCleanup(cp.Kpack().Registry.RefusePushes(org+"/"+space+"/"+broken.Name, "quota exceeded for this repository"))
 
 		runImage, err := cp.UpgradeRunImage(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -122,7 +165,7 @@ var _ = Describe("Upgrades", Ordered, func() {
 
 		Eventually(dropletCurrent(ctx, broken)).Should(And(
 			HaveField("Reason", "RebuildFailed"),
-			HaveField("Message", ContainSubstring("rebase failed: run image layer is corrupt"))))
+			HaveField("Message", ContainSubstring("quota exceeded for this repository"))))
 		Expect(currentDroplet(ctx, broken)()).To(Equal(brokenDroplet))
 	})
 
@@ -133,19 +176,21 @@ var _ = Describe("Upgrades", Ordered, func() {
 		placeOrgRegistry(ctx, automaticOrg)
 		Eventually(buildReady(ctx, automaticOrg, automaticSpace)).Should(HaveField("Status", metav1.ConditionTrue))
 
-		held, later, automatic := deployedApp(ctx, org, space), deployedApp(ctx, org, space), deployedApp(ctx, automaticOrg, automaticSpace)
+		// Apps of the procfile buildpack, which the specs upgrade; static sites stay out of it.
+		held, later := deployedAppOf(ctx, org, space, procfileSource), deployedAppOf(ctx, org, space, procfileSource)
+		automatic := deployedAppOf(ctx, automaticOrg, automaticSpace, procfileSource)
 		heldDroplet, automaticDroplet := held.Spec.CurrentDropletRef.Name, automatic.Spec.CurrentDropletRef.Name
-		_, err := cp.UpgradeBuildpack(ctx, "paketo-buildpacks/go", "1.1.0")
+		upgrade, err := cp.UpgradeBuildpack(ctx, buildpacks.ProcfileID)
 		Expect(err).NotTo(HaveOccurred())
 
-		Eventually(currentDroplet(ctx, automatic)).ShouldNot(Equal(automaticDroplet))
+		Eventually(currentDroplet(ctx, automatic), rollout).ShouldNot(Equal(automaticDroplet))
 		Expect(getBuild(ctx, automaticSpace, automatic.Spec.CurrentDropletRef.Name).Status.Droplet.Buildpacks).
-			To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/go", Version: "1.1.0"}))
+			To(ContainElement(cfv1alpha1.BuildpackVersion{ID: buildpacks.ProcfileID, Version: upgrade.Version}))
 
-		Eventually(dropletCurrent(ctx, held)).Should(HaveField("Reason", "UpgradeHeld"))
+		Eventually(dropletCurrent(ctx, held), rollout).Should(HaveField("Reason", "UpgradeHeld"))
 		Expect(held.Status.HeldDropletRef).NotTo(BeNil())
 		Expect(currentDroplet(ctx, held)()).To(Equal(heldDroplet))
-		Eventually(dropletCurrent(ctx, later)).Should(HaveField("Reason", "UpgradeHeld"))
+		Eventually(dropletCurrent(ctx, later), rollout).Should(HaveField("Reason", "UpgradeHeld"))
 
 		By("running the held droplet, as cf set-droplet does")
 		restage := held.Status.HeldDropletRef.Name
@@ -209,15 +254,19 @@ func createApp(ctx SpecContext, space string, lifecycle cfv1alpha1.LifecycleData
 	return app
 }
 
-// Sources of apps, file name to content: a Go app, and a Node.js app.
+// Sources of apps, file name to content, for cf-hnc's buildpacks: a static site; an app whose
+// Procfile serves it with the stack's busybox httpd; one that both buildpacks detect; and one
+// whose Procfile the procfile buildpack refuses.
 var (
-	goSource   = map[string]string{"Procfile": "web: ./app\n", "main.go": "package main\n"}
-	nodeSource = map[string]string{"Procfile": "web: node server.js\n", "package.json": `{"name":"app"}`, "server.js": "\n"}
+	staticSource   = map[string]string{"Staticfile": "", "index.html": "<h1>static</h1>\n"}
+	procfileSource = map[string]string{"Procfile": "web: httpd -f -p $PORT\n", "index.html": "<h1>httpd</h1>\n"}
+	bothSource     = map[string]string{"Staticfile": "", "Procfile": "web: httpd -f -p $PORT\n", "index.html": "<h1>both</h1>\n"}
+	brokenSource   = map[string]string{"Procfile": "web ./server\n"}
 )
 
-// stage uploads a package of the app's Go source and creates a build of it, as `cf push` does.
+// stage uploads a package of a static site and creates a build of it, as `cf push` does.
 func stage(ctx SpecContext, org string, app *cfv1alpha1.CFApp) *cfv1alpha1.CFBuild {
-	return stageSource(ctx, org, app, goSource)
+	return stageSource(ctx, org, app, staticSource)
 }
 
 // stageSource uploads a package of source and creates a build of it, as `cf push` does.
@@ -246,9 +295,9 @@ func stageSource(ctx SpecContext, org string, app *cfv1alpha1.CFApp, source map[
 	return build
 }
 
-// deployedApp is a Go app staged and running its droplet.
+// deployedApp is a static site staged and running its droplet.
 func deployedApp(ctx SpecContext, org, space string) *cfv1alpha1.CFApp {
-	return deployedAppOf(ctx, org, space, goSource)
+	return deployedAppOf(ctx, org, space, staticSource)
 }
 
 // deployedAppOf is an app of source staged and running its droplet.

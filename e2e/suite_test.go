@@ -6,7 +6,7 @@
 // With CF_HNC_E2E_KUBECONFIG (`make e2e-cluster`) it runs against that cluster instead, which
 // must run HNC, kpack and cf-hnc (`make deploy`, or `make kind-up`). Only the specs labelled
 // "cluster" run then, less those labelled "local": the specs that need the local harness (its
-// registry users, the stand-in kubelet, stopping the manager, publishing images) are local-only,
+// registry users and faults, the node, stopping the manager, publishing images) are local-only,
 // and a spec is local-only until it is labelled "cluster", so that a new spec never touches a
 // real cluster by accident. The specs remove what they made in a cluster.
 package e2e_test
@@ -87,7 +87,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
-		StandInKubelet:    true,
+		Node:              true,
 		DefaultBuilder:    true,
 		Manager:           manager,
 	})

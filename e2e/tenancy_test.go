@@ -43,7 +43,7 @@ var _ = Describe("A space developer", Ordered, func() {
 	It("pushes and stages an app in its space, with the org's credentials, below the space's repository", func(ctx SpecContext) {
 		app := newApp(spaceA, defaultLifecycle)
 		Expect(dev.Create(ctx, app)).To(Succeed())
-		build := stageAs(ctx, dev, orgA, app, uploadSource(orgA, goSource))
+		build := stageAs(ctx, dev, orgA, app, uploadSource(orgA, staticSource))
 		Eventually(succeeded(ctx, build)).Should(HaveField("Status", metav1.ConditionTrue))
 		Expect(build.Status.Droplet.Registry.Image).To(HavePrefix(cp.Kpack().Registry.Host() + "/" + orgA + "/" + spaceA + "/" + app.Name + "@"))
 	})
@@ -145,7 +145,7 @@ var _ = Describe("A space developer", Ordered, func() {
 		app := newApp(spaceA, defaultLifecycle)
 		Expect(dev.Create(ctx, app)).To(Succeed())
 		// The package names org B's source, which only org B's credentials may read.
-		build := stageAs(ctx, dev, orgA, app, uploadSource(orgB, goSource))
+		build := stageAs(ctx, dev, orgA, app, uploadSource(orgB, staticSource))
 		Eventually(succeeded(ctx, build)).Should(HaveField("Status", metav1.ConditionFalse))
 		Expect(build.Status.Droplet).To(BeNil())
 		image := &kpackv1alpha2.Image{}

@@ -9,12 +9,12 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/builders"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/buildpacks"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
 )
 
@@ -31,6 +31,7 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		failedPush, setBack, heldUpgrade  *cfv1alpha1.CFApp
 		failedPushDroplet, setBackDroplet string
 		heldUpgradeDroplet                string
+		heldUpgradeBuildpacks             []cfv1alpha1.BuildpackVersion
 		runImage                          string
 		badBuildpack                      registry.Buildpack
 	)
@@ -44,10 +45,8 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		By("an app whose latest push failed")
 		failedPush = deployedApp(ctx, org, space)
 		failedPushDroplet = failedPush.Spec.CurrentDropletRef.Name
-		restore := cp.Kubelet().FailBuilds(types.NamespacedName{Namespace: space, Name: failedPush.Name}, "go build: main.go:1: expected declaration")
-		push := stage(ctx, org, failedPush)
+		push := stageSource(ctx, org, failedPush, brokenSource)
 		Eventually(succeeded(ctx, push)).Should(HaveField("Status", metav1.ConditionFalse))
-		restore()
 
 		By("an app set back to an older droplet")
 		setBack = deployedApp(ctx, org, space)
@@ -59,10 +58,11 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		update(ctx, setBack, func() { setBack.Spec.CurrentDropletRef.Name = setBackDroplet })
 
 		By("an app whose buildpack upgrade is held")
-		heldUpgrade = deployedAppOf(ctx, org, space, nodeSource)
+		heldUpgrade = deployedAppOf(ctx, org, space, procfileSource)
 		heldUpgradeDroplet = heldUpgrade.Spec.CurrentDropletRef.Name
+		heldUpgradeBuildpacks = getBuild(ctx, space, heldUpgradeDroplet).Status.Droplet.Buildpacks
 		var err error
-		badBuildpack, err = cp.UpgradeBuildpack(ctx, "paketo-buildpacks/nodejs", "1.1.0")
+		badBuildpack, err = cp.UpgradeBuildpack(ctx, buildpacks.ProcfileID)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(dropletCurrent(ctx, heldUpgrade), rollout).Should(HaveField("Reason", cfv1alpha1.UpgradeHeldReason))
 
@@ -78,6 +78,13 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		Expect(rebased.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage))
 		Expect(rebased.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, failedPushDroplet))
 		Expect(rebased.Status.Droplet.Buildpacks).To(Equal(getBuild(ctx, space, failedPushDroplet).Status.Droplet.Buildpacks))
+
+		By("reading the layers kpack's rebase wrote: the fixed run image's under the app's unchanged ones")
+		Expect(lifecycleMetadata(rebased.Status.Droplet.Registry.Image, org).RunImage.Reference).To(HaveSuffix("@" + runImage))
+		newRun, newApp := splitDroplet(rebased.Status.Droplet.Registry.Image, org)
+		oldRun, oldApp := splitDroplet(getBuild(ctx, space, failedPushDroplet).Status.Droplet.Registry.Image, org)
+		Expect(newApp).To(Equal(oldApp))
+		Expect(newRun).NotTo(Equal(oldRun))
 		Eventually(dropletCurrent(ctx, failedPush)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
 		Eventually(events(ctx, failedPush)).Should(ContainElement(HaveField("Reason", cfv1alpha1.DropletUpgradedReason)))
 	})
@@ -96,8 +103,7 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 			return getBuild(ctx, space, currentDroplet(ctx, heldUpgrade)()).Status.Droplet.RunImage
 		}, rollout).Should(HaveSuffix("@" + runImage))
 		running := getBuild(ctx, space, heldUpgrade.Spec.CurrentDropletRef.Name)
-		Expect(running.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/nodejs", Version: "1.0.0"}),
-			"only the run image may change under Held")
+		Expect(running.Status.Droplet.Buildpacks).To(Equal(heldUpgradeBuildpacks), "only the run image may change under Held")
 		Expect(running.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, heldUpgradeDroplet))
 
 		Eventually(dropletCurrent(ctx, heldUpgrade)).Should(HaveField("Reason", cfv1alpha1.UpgradeHeldReason))
@@ -107,7 +113,7 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 			return getBuild(ctx, space, heldUpgrade.Status.HeldDropletRef.Name).Status.Droplet.RunImage
 		}, rollout).Should(HaveSuffix("@"+runImage), "the held droplet gets the fix too")
 		held := getBuild(ctx, space, heldUpgrade.Status.HeldDropletRef.Name)
-		Expect(held.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/nodejs", Version: "1.1.0"}))
+		Expect(held.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: buildpacks.ProcfileID, Version: badBuildpack.Version}))
 	})
 
 	It("paces the rebuilds: kpack's rebuild pods wait for cf-hnc to let them run, pushes do not", func(ctx SpecContext) {
@@ -137,7 +143,7 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		Eventually(dropletCurrent(ctx, heldUpgrade), rollout).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
 		Expect(heldUpgrade.Status.HeldDropletRef).To(BeNil())
 		running := getBuild(ctx, space, heldUpgrade.Spec.CurrentDropletRef.Name)
-		Expect(running.Status.Droplet.Buildpacks).To(ContainElement(cfv1alpha1.BuildpackVersion{ID: "paketo-buildpacks/nodejs", Version: "1.0.0"}))
+		Expect(running.Status.Droplet.Buildpacks).To(Equal(heldUpgradeBuildpacks))
 		Expect(running.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage))
 	})
 })
@@ -189,7 +195,8 @@ var _ = Describe("A stack migration", Ordered, ContinueOnFailure, func() {
 		org, space := orgWithOwnBuilder(ctx, "stranded-", cfv1alpha1.HeldUpgrades)
 		app := deployedApp(ctx, org, space)
 		droplet := app.Spec.CurrentDropletRef.Name
-		DeferCleanup(cp.Kubelet().FailBuilds(types.NamespacedName{Namespace: space, Name: app.Name}, "no buildpack supports the new stack"))
+		// The registry refuses the droplet that the build on the new stack makes.
+		DeferCleanup(cp.Kpack().Registry.RefusePushes(org+"/"+space+"/"+app.Name, "the repository is read-only"))
 
 		moveOrgBuilder(ctx, org, newStack)
 		Eventually(dropletCurrent(ctx, app), rollout).Should(And(

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds the pinned binaries that the local control plane, the tests and `make image` run, each
-# from its own wrapper module under hack/tools/<module> so that the project's go.mod stays clean.
+# Builds the pinned binaries that the local control plane, its node, the tests and `make image`
+# run, each from its own wrapper module under hack/tools/<module> so that the project's go.mod
+# stays clean, and the images the node's build pods run. First it installs the Debian packages
+# of the node (hack/node-packages.sh).
 #
-# Binaries live in a cache outside the clone, keyed by tool, version and the wrapper's go.sum,
-# so every clone on the machine reuses them; bin/<tool> is a symlink into that cache.
+# What it builds lives in a cache outside the clone, keyed by tool, version and the wrapper's
+# go.sum, so every clone on the machine reuses it; bin/<tool> is a symlink into that cache (a
+# binary, or for an image an OCI image layout directory).
 #
 #   hack/tools.sh            build what is missing, link everything into bin/
 #   hack/tools.sh kind       build and link only the named optional tools (see optional_tools)
@@ -19,6 +22,10 @@ version_pkg=k8s.io/component-base/version
 # Without these, the binaries report v0.0.0-master+$Format:%H$, which knative-based
 # controllers (kpack) cannot parse.
 kube_ldflags="-X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=37 -X $version_pkg.gitTreeState=clean -X $version_pkg.gitCommit=$kube_version"
+lifecycle_version=v0.20.12
+# As the lifecycle's Makefile sets them; the lifecycle reports its version from cmd.Version.
+lifecycle_ldflags="-X github.com/buildpacks/lifecycle/cmd.SCMRepository=github.com/buildpacks/lifecycle -X github.com/buildpacks/lifecycle/cmd.Version=${lifecycle_version#v}"
+kpack_version=v0.18.0
 
 # tool | version | wrapper module | package | extra ldflags | loopback patch | first-build minutes
 tools=(
@@ -27,12 +34,44 @@ tools=(
   "kube-controller-manager|$kube_version|kube|k8s.io/kubernetes/cmd/kube-controller-manager|$kube_ldflags||5"
   "hnc-manager|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/manager||hnc|5"
   "kubectl-hns|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/kubectl|||1"
-  "kpack-controller|v0.18.0|kpack|github.com/pivotal/kpack/cmd/controller||kpack|20"
+  "kpack-controller|$kpack_version|kpack|github.com/pivotal/kpack/cmd/controller||kpack|20"
   "controller-gen|v0.23.0|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|||1"
   # `make image`: the manager's container image, built with ko's library (no Docker); the
   # command is this project's own, in the wrapper module that pins ko.
   "cf-hnc-image|v0.19.1|ko|code.cloudfoundry.org/cf-hnc/hack/tools/ko/cf-hnc-image|||2"
+  # The real node: the kubelet and the scheduler, with containerd and runc from Debian.
+  "kubelet|$kube_version|kube|k8s.io/kubernetes/cmd/kubelet|$kube_ldflags||12"
+  "kube-scheduler|$kube_version|kube|k8s.io/kubernetes/cmd/kube-scheduler|$kube_ldflags||3"
+  # The Cloud Native Buildpacks lifecycle (the phases kpack's build pods run, and the launcher
+  # of the app images), in its own wrapper: in kpack's it would move pins kpack shares.
+  "cnb-lifecycle|$lifecycle_version|lifecycle|github.com/buildpacks/lifecycle/cmd/lifecycle|$lifecycle_ldflags||3"
+  "cnb-launcher|$lifecycle_version|lifecycle|github.com/buildpacks/lifecycle/cmd/launcher|$lifecycle_ldflags||1"
 )
+
+# Built with CGO_ENABLED=0: they run inside the builder and app images, which may have no C
+# library (the lifecycle's own release builds them so).
+declare -A static_tools=([cnb-lifecycle]=1 [cnb-launcher]=1)
+
+# Images for the node's registry, written as OCI image layouts by a program of ours that runs
+# from its wrapper module (`go run`), once per key: the go.mod, go.sum and Go sources of the
+# wrappers named (the program's own first; kpack-images builds kpack's commands with the pins
+# of hack/tools/kpack). bin/<image> is the layout directory.
+# image | version | wrappers | program package | first-build minutes
+images=(
+  # The lifecycle image a ClusterLifecycle names, made of cnb-lifecycle and cnb-launcher.
+  "lifecycle-image|$lifecycle_version|lifecycle|./lifecycle-image|1"
+  # build-init, build-waiter, completion and rebase: the images kpack's pods run, built by ko.
+  "kpack-images|$kpack_version|ko,kpack|./kpack-images|5"
+)
+
+# What each image's program reads besides its wrapper (it writes to --oci-layout).
+image_args() { # image; sets args
+  case $1 in
+    lifecycle-image) args=(--lifecycle "$bindir/cnb-lifecycle" --launcher "$bindir/cnb-launcher") ;;
+    kpack-images) args=(--module "$root/hack/tools/kpack") ;;
+    *) args=() ;;
+  esac
+}
 
 # Built only when named: what only some targets need (kind: `make kind-up`, which needs a
 # container engine).
@@ -67,6 +106,25 @@ build_key() { # wrapper patch
 
 cache_dir() { # tool version wrapper patch
   printf '%s/%s-%s-%s' "$cache" "$1" "$2" "$(build_key "$3" "${4:-}")"
+}
+
+# An image's key covers every wrapper it is built from.
+image_dir() { # image version wrappers (comma-separated)
+  local list key
+  IFS=, read -ra list <<<"$3"
+  key=$(for w in "${list[@]}"; do build_key "$w" ""; done | sha256sum | cut -c1-12)
+  printf '%s/%s-%s-%s' "$cache" "$1" "$2" "$key"
+}
+
+# pause is keyed like the kube wrapper's tools: its source comes from the k8s.io/kubernetes
+# module that the wrapper pins.
+pause_dir() {
+  cache_dir pause "$kube_version" kube
+}
+
+link() { # target name
+  mkdir -p "$bindir"
+  ln -sfn "$1" "$bindir/$2"
 }
 
 # go build prints nothing for many minutes on a cold cache; say that it is alive.
@@ -126,7 +184,7 @@ patched_modfile() { # wrapper dir patch
 
 build_tool() { # tool version wrapper package ldflags patch minutes
   local tool=$1 version=$2 wrapper=$3 pkg=$4 ldflags=$5 patch=$6 minutes=$7
-  local dir out modfile=()
+  local dir out modfile=() env=()
   dir=$(cache_dir "$tool" "$version" "$wrapper" "$patch")
   out=$dir/$tool
   if [[ ! -x $out ]]; then
@@ -136,21 +194,73 @@ build_tool() { # tool version wrapper package ldflags patch minutes
     else
       say "building $tool $version from source (the first build takes about $minutes min on 2 cores; later builds are cached)"
       [[ -z $patch ]] || modfile=("$(patched_modfile "$wrapper" "$dir" "$patch")")
+      [[ -z ${static_tools[$tool]:-} ]] || env=(CGO_ENABLED=0)
       # Build to a temporary name so that a concurrent clone never runs a half-written binary.
-      with_heartbeat "$tool" go build -C "$root/hack/tools/$wrapper" -trimpath "${modfile[@]}" \
+      with_heartbeat "$tool" env "${env[@]}" go build -C "$root/hack/tools/$wrapper" -trimpath "${modfile[@]}" \
         -ldflags "-s -w $ldflags" -o "$out.tmp.$$" "$pkg"
       mv -f "$out.tmp.$$" "$out"
       say "built $tool $version"
     fi
   fi
-  mkdir -p "$bindir"
-  ln -sfn "$out" "$bindir/$tool"
+  link "$out" "$tool"
+}
+
+# The binary of the pod sandbox ("pause") container, from the pinned k8s.io/kubernetes module,
+# compiled as its build/pause/Makefile does (static, stripped, VERSION=v<TAG>-<revision>, the
+# revision being the Kubernetes release here). The node's harness makes the sandbox image
+# that containerd names from it.
+build_pause() {
+  local dir out src tag
+  dir=$(pause_dir)
+  out=$dir/pause
+  if [[ ! -x $out ]]; then
+    say "building pause from k8s.io/kubernetes $kube_version with gcc (seconds)"
+    go mod download -C "$root/hack/tools/kube" k8s.io/kubernetes
+    src=$(go list -C "$root/hack/tools/kube" -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause
+    tag=$(sed -n 's/^TAG ?= *//p' "$src/Makefile")
+    if [[ -z $tag || ! -f $src/linux/pause.c ]]; then
+      say "cannot find pause.c and its TAG in $src; update hack/tools.sh"
+      return 1
+    fi
+    mkdir -p "$dir"
+    gcc -Os -Wall -Werror -static -DVERSION="v$tag-$kube_version" -o "$out.tmp.$$" "$src/linux/pause.c"
+    strip "$out.tmp.$$"
+    mv -f "$out.tmp.$$" "$out"
+    say "built pause v$tag-$kube_version"
+  fi
+  link "$out" pause
+}
+
+build_image() { # image version wrappers program minutes
+  local image=$1 version=$2 wrappers=$3 program=$4 minutes=$5
+  local dir out args
+  dir=$(image_dir "$image" "$version" "$wrappers")
+  out=$dir/oci
+  if [[ ! -d $out ]]; then
+    say "building $image $version (the first build takes about $minutes min on 2 cores; later builds are cached)"
+    mkdir -p "$dir"
+    rm -rf "$out.tmp.$$"
+    image_args "$image"
+    # The program prints the digest of every image it writes.
+    with_heartbeat "$image" go run -C "$root/hack/tools/${wrappers%%,*}" -trimpath "$program" \
+      "${args[@]}" --oci-layout "$out.tmp.$$" >&2
+    # Written under a temporary name, like the binaries. If a concurrent clone wrote the same
+    # key first, keep its layout.
+    mv -T "$out.tmp.$$" "$out" 2>/dev/null || rm -rf "$out.tmp.$$"
+    say "built $image $version"
+  fi
+  link "$out" "$image"
 }
 
 if [[ ${1:-} == --print ]]; then
   for row in "${tools[@]}" "${optional_tools[@]}"; do
     IFS='|' read -r tool version wrapper _ _ patch _ <<<"$row"
     printf '%s\t%s\n' "$tool" "$(cache_dir "$tool" "$version" "$wrapper" "$patch")"
+  done
+  printf '%s\t%s\n' pause "$(pause_dir)"
+  for row in "${images[@]}"; do
+    IFS='|' read -r image version wrappers _ _ <<<"$row"
+    printf '%s\t%s\n' "$image" "$(image_dir "$image" "$version" "$wrappers")"
   done
   exit 0
 fi
@@ -170,8 +280,15 @@ if (($# > 0)); then
   exit 0
 fi
 
+"$root/hack/node-packages.sh"
 for row in "${tools[@]}"; do
   IFS='|' read -r tool version wrapper pkg ldflags patch minutes <<<"$row"
   build_tool "$tool" "$version" "$wrapper" "$pkg" "$ldflags" "$patch" "$minutes"
+done
+build_pause
+# After the tools: lifecycle-image packs the lifecycle binaries linked above.
+for row in "${images[@]}"; do
+  IFS='|' read -r image version wrappers program minutes <<<"$row"
+  build_image "$image" "$version" "$wrappers" "$program" "$minutes"
 done
 say "all tools ready in $bindir (cache: $cache)"

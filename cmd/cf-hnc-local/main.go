@@ -111,15 +111,15 @@ func clusterClient(kubeconfig string) (client.Client, string, error) {
 
 // runLocal starts everything on the local control plane and waits for Ctrl-C.
 func runLocal(ctx context.Context, manager string) error {
-	// Every component logs to its own file; the in-process ones (the stand-in kubelet's
-	// informers) would otherwise warn at shutdown that controller-runtime's logger is unset.
+	// Every component logs to its own file; the harness's own controller-runtime clients would
+	// otherwise warn that controller-runtime's logger is unset.
 	ctrl.SetLogger(logr.Discard())
-	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry and cf-hnc ...")
+	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry, a node (containerd, kubelet, kube-scheduler) and cf-hnc ...")
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
-		StandInKubelet:    true,
+		Node:              true,
 		DefaultBuilder:    true,
 		Manager:           manager,
 	})
@@ -139,8 +139,9 @@ cf-hnc is ready. Logs: %s
       --password-stdin --droplet-repository $REGISTRY/%s/acme   # once per org
   kubectl cf tree                           # orgs, spaces and whether each can build
 
-The registry at $REGISTRY holds a stack (ClusterStack %q), a lifecycle and buildpacks
-(ClusterStore %q). The default Builder %q is placed once in the root namespace %q; cf-hnc
+The registry at $REGISTRY holds a busybox stack (ClusterStack %q), the CNB lifecycle and
+two buildpacks that detect on a Staticfile and on a Procfile (ClusterStore %q); build pods run
+them for real on the node. The default Builder %q is placed once in the root namespace %q; cf-hnc
 builds every space with a ClusterBuilder made from it. Each org gets a registry account of its
 own, "%s/<org>", which may push only below "%s/<org>/" (all share the password above).
 A stack fix, as an operator makes one: kill -USR1 %d publishes a fixed run image and points

@@ -1,9 +1,11 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane binaries that the local control plane runs.
+// Package tools pins the Kubernetes binaries that the local control plane and its node run.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -56,7 +58,6 @@ func (cp *ControlPlane) startAPIServer(context.Context) error {
 		ControlPlaneStopTimeout:  20 * time.Second,
 		Scheme:                   cfscheme.New(),
 	}
-	cp.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
 	// Certificates in a directory of this run, not a random one that envtest replaces on a
 	// restart: clients keep trusting the apiserver across RestartAPIServer.
 	certDir := filepath.Join(cp.paths.workDir, "apiserver")
@@ -67,6 +68,14 @@ func (cp *ControlPlane) startAPIServer(context.Context) error {
 		return err
 	}
 	cp.env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserverLog, Err: apiserverLog, CertDir: certDir}
+	if cp.env.ControlPlane.Etcd, err = cp.etcdWithClientCertificates(filepath.Join(certDir, "etcd"), etcdLog); err != nil {
+		return err
+	}
+	if cp.opts.Node {
+		if err := cp.configureForNode(certDir); err != nil {
+			return err
+		}
+	}
 	cfg, err := cp.env.Start()
 	for _, tool := range []string{"etcd", "kube-apiserver"} {
 		for _, pid := range childrenRunning(filepath.Join(cp.paths.binDir(), tool)) {
@@ -157,4 +166,64 @@ func readYAMLDocuments(file string) ([][]byte, error) {
 			docs = append(docs, doc)
 		}
 	}
+}
+
+// configureForNode gives the apiserver what a cluster with a node has: the Node authorizer and
+// NodeRestriction for the kubelet's own user; the ServiceAccount admission plugin, which
+// envtest turns off and without which a pod never gets its ServiceAccount's image pull
+// secrets (cf-hnc puts the registry credentials there); and a client certificate for the
+// kubelet's API, which it reaches at the node's name (its address, 127.0.0.1).
+func (cp *ControlPlane) configureForNode(certDir string) error {
+	kubelet, err := newKubeletClient(filepath.Join(certDir, "kubelet-client"))
+	if err != nil {
+		return err
+	}
+	cp.kubeletClient = kubelet
+	cp.env.ControlPlane.APIServer.Configure().
+		Disable("disable-admission-plugins").
+		Set("enable-admission-plugins", "NodeRestriction").
+		Set("authorization-mode", "Node,RBAC").
+		Set("kubelet-client-certificate", kubelet.certFile).
+		Set("kubelet-client-key", kubelet.keyFile).
+		Set("kubelet-preferred-address-types", "Hostname")
+	return nil
+}
+
+// etcdWithClientCertificates is etcd serving its API over TLS to clients with a certificate of
+// its own CA only, which the apiserver gets. envtest starts etcd on plain HTTP, which anybody
+// on this machine could then read and write the whole cluster through, pods on the host's
+// network (kpack's build pods) included. envtest's own health check, which has no
+// certificate, goes to etcd's metrics listener, which serves /health and /metrics only.
+func (cp *ControlPlane) etcdWithClientCertificates(dir string, log *os.File) (*envtest.Etcd, error) {
+	ca, err := newLocalCA(dir, "cf-hnc local etcd CA")
+	if err != nil {
+		return nil, err
+	}
+	server, err := ca.issue("server", "etcd", net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		return nil, err
+	}
+	client, err := ca.issue("apiserver-etcd-client", "kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	clientAddr, healthAddr, err := freeLoopbackAddrs()
+	if err != nil {
+		return nil, err
+	}
+	etcd := &envtest.Etcd{Out: log, Err: log, URL: &url.URL{Scheme: "http", Host: healthAddr}}
+	etcd.Configure().
+		Set("listen-client-urls", "https://"+clientAddr).
+		Set("advertise-client-urls", "https://"+clientAddr).
+		Set("listen-metrics-urls", "http://"+healthAddr).
+		Set("cert-file", server.certFile).
+		Set("key-file", server.keyFile).
+		Set("trusted-ca-file", ca.caFile).
+		Set("client-cert-auth", "true")
+	cp.env.ControlPlane.APIServer.Configure().
+		Set("etcd-servers", "https://"+clientAddr).
+		Set("etcd-cafile", ca.caFile).
+		Set("etcd-certfile", client.certFile).
+		Set("etcd-keyfile", client.keyFile)
+	return etcd, nil
 }

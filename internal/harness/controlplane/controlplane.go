@@ -1,11 +1,13 @@
 // Package controlplane runs cf-hnc's local control plane from the binaries that `make tools`
 // builds: etcd and kube-apiserver (through envtest), kube-controller-manager (namespace
 // deletion, garbage collection, default ServiceAccounts), the HNC manager with its webhooks,
-// the kpack controller with an in-memory OCI registry, and the cf-hnc manager. `make run`, the
-// integration tests, the e2e suite and the benchmarks all start it from here.
+// the kpack controller with an in-memory OCI registry, a real node (containerd, runc, the
+// kubelet and kube-scheduler) on which kpack's build pods run, and the cf-hnc manager. `make
+// run`, the integration tests, the e2e suite and the benchmarks all start it from here.
 //
-// Every server listens on 127.0.0.1. Each process writes its own log file under
-// <WorkDir>/logs, and Stop ends every process it started, also after a failed start.
+// Every server listens on 127.0.0.1; pods that do not share the host's network listen in
+// network namespaces of the node's own (podnetwork.go). Each process writes its own log file
+// under <WorkDir>/logs, and Stop ends every process it started, also after a failed start.
 package controlplane
 
 import (
@@ -19,9 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"code.cloudfoundry.org/cf-hnc/internal/harness/standinkubelet"
 )
 
 // RootNamespace is the root namespace of config/root: orgs live in it.
@@ -46,12 +45,13 @@ type Options struct {
 	ControllerManager bool
 	// HNC runs the HNC manager with its webhooks and installs config/hnc.
 	HNC bool
-	// Kpack runs the kpack controller against an in-memory registry seeded with a stack, a
-	// lifecycle and buildpacks, and makes the cluster-scoped kpack objects Ready.
+	// Kpack runs the kpack controller against an in-memory registry seeded with a stack, the
+	// CNB lifecycle, cf-hnc's buildpacks and kpack's own images, and makes the cluster-scoped
+	// kpack objects Ready.
 	Kpack bool
-	// StandInKubelet completes kpack's build pods in this process (see package
-	// standinkubelet: the one simulated part), so that Builds finish (requires Kpack).
-	StandInKubelet bool
+	// Node runs a real node, on which kpack's build pods run (requires Kpack, which seeds the
+	// images it pulls, and ControllerManager). It runs as root only.
+	Node bool
 	// DefaultBuilder places a default Builder, its ServiceAccount and credentials once in the
 	// root namespace (requires Kpack and HNC), so that every space gets a Builder.
 	DefaultBuilder bool
@@ -90,8 +90,8 @@ type ControlPlane struct {
 	hncMetrics       string
 	stopSecretVolume func()
 	kpack            *Kpack
-	kubelet          *standinkubelet.Kubelet
-	stopKubelet      func()
+	node             *node
+	kubeletClient    kubeletClient
 }
 
 // Start starts the components in dependency order and waits until each is ready. On error it
@@ -121,7 +121,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.HNC, cp.installRoot},
 		{opts.Webhooks && opts.Manager == "", cp.prepareCFHNCWebhooks},
 		{opts.Kpack, cp.startKpack},
-		{opts.StandInKubelet, cp.startStandInKubelet},
+		{opts.Node, cp.startNode},
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},
 		{opts.Manager != "", cp.Deploy},
 		{opts.Manager != "", cp.StartManager},
@@ -146,9 +146,7 @@ func (cp *ControlPlane) installRoot(ctx context.Context) error {
 // Stop ends every component in reverse start order and removes temporary state.
 func (cp *ControlPlane) Stop() {
 	cp.StopManager()
-	if cp.stopKubelet != nil {
-		cp.stopKubelet()
-	}
+	cp.stopNode()
 	if cp.kpack != nil {
 		cp.kpack.close()
 	}
@@ -194,38 +192,6 @@ func (cp *ControlPlane) Webhooks() (host string, port int, certDir string) {
 
 // Kpack is the kpack setup, nil unless Options.Kpack.
 func (cp *ControlPlane) Kpack() *Kpack { return cp.kpack }
-
-// Kubelet is the stand-in kubelet, nil unless Options.StandInKubelet.
-func (cp *ControlPlane) Kubelet() *standinkubelet.Kubelet { return cp.kubelet }
-
-// startStandInKubelet runs the stand-in kubelet in this process until Stop.
-func (cp *ControlPlane) startStandInKubelet(context.Context) error {
-	logFile, err := os.Create(filepath.Join(cp.paths.logDir(), "standin-kubelet.log"))
-	if err != nil {
-		return err
-	}
-	kubelet, err := standinkubelet.New(cp.Config, standinkubelet.Options{
-		Logger: zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)),
-	})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := kubelet.Run(ctx); err != nil {
-			fmt.Fprintf(logFile, "the stand-in kubelet stopped: %v\n", err)
-		}
-	}()
-	cp.kubelet = kubelet
-	cp.stopKubelet = func() {
-		cancel()
-		<-done
-		logFile.Close()
-	}
-	return nil
-}
 
 func (cp *ControlPlane) track(c *component) {
 	cp.components = append(cp.components, c)

@@ -2,11 +2,14 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Faults: the failures a cluster meets, played on the local control plane so that tests can
@@ -39,12 +42,74 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 			cp.kpack.controller = restarted
 		}
 		cp.paths.recordPID(name, restarted.pid())
+		if cp.node != nil && (name == "containerd" || name == "kubelet") {
+			if err := joinNodeCgroup(cp.node.layout.cgroup, restarted.pid()); err != nil {
+				return restarted.failed(err)
+			}
+		}
 		if ready := cp.readiness[name]; ready != nil {
 			return restarted.waitUntil(ctx, 2*time.Minute, "ready", ready)
 		}
 		return restarted.alive()
 	}
 	return fmt.Errorf("no component %q", name)
+}
+
+// readyWhen records how StartComponent checks that the component called name is ready again,
+// and returns the check.
+func (cp *ControlPlane) readyWhen(name string, check func(context.Context) error) func(context.Context) error {
+	if cp.readiness == nil {
+		cp.readiness = map[string]func(context.Context) error{}
+	}
+	cp.readiness[name] = check
+	return check
+}
+
+// KillComponent ends a component's processes at once (SIGKILL), as a crash would; for
+// containerd, its shims and the containers keep running, as they do on a real node.
+func (cp *ControlPlane) KillComponent(name string) error {
+	c, err := cp.component(name)
+	if err != nil {
+		return err
+	}
+	c.kill()
+	return nil
+}
+
+// SetNodeDiskPressure makes the node's disk count as full (on) or not, and waits until the
+// node says so. The kubelet is restarted with an eviction threshold above what its file
+// system has free, and reacts as it does to a full disk: the node reports DiskPressure and
+// takes the disk-pressure taint, so that no new pod is scheduled, and the kubelet evicts pods
+// that write to the disk. Filling this machine's shared disk for real is not an option.
+func (cp *ControlPlane) SetNodeDiskPressure(ctx context.Context, on bool) error {
+	if cp.node == nil {
+		return errors.New("the control plane runs no node")
+	}
+	cp.node.diskFull = on
+	if err := cp.writeKubeletConfig(); err != nil {
+		return err
+	}
+	kubelet, err := cp.component("kubelet")
+	if err != nil {
+		return err
+	}
+	kubelet.stop(10 * time.Second)
+	if err := cp.StartComponent(ctx, "kubelet"); err != nil {
+		return err
+	}
+	kubelet, _ = cp.component("kubelet")
+	return kubelet.waitUntil(ctx, 2*time.Minute, fmt.Sprintf("reporting DiskPressure %v", on), func(ctx context.Context) error {
+		n := &corev1.Node{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: nodeName}, n); err != nil {
+			return err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeDiskPressure && (c.Status == corev1.ConditionTrue) == on {
+				return nil
+			}
+		}
+		return fmt.Errorf("node %s does not report DiskPressure %v yet", nodeName, on)
+	})
 }
 
 // KillManager ends the cf-hnc manager process at once (SIGKILL), as a crash would; unlike

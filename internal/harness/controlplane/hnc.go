@@ -62,8 +62,8 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 		return err
 	}
 	cp.track(hnc)
-	cp.readiness = map[string]func(context.Context) error{hnc.name: httpOK("http://" + probes + "/readyz")}
-	if err := hnc.waitUntil(ctx, 2*time.Minute, "ready", cp.readiness[hnc.name]); err != nil {
+	ready := cp.readyWhen(hnc.name, httpOK("http://"+probes+"/readyz"))
+	if err := hnc.waitUntil(ctx, 2*time.Minute, "ready", ready); err != nil {
 		return err
 	}
 	if err := webhooks.Install(cp.Config); err != nil {

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,14 +24,26 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kcm, err := startComponent("kube-controller-manager", cp.paths.logDir(), binary, []string{
+	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
-		"--controllers=namespace,garbagecollector,serviceaccount,clusterrole-aggregation",
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
-	}, nil)
+	}
+	controllers := "namespace,garbagecollector,serviceaccount,clusterrole-aggregation"
+	if cp.opts.Node {
+		// With a node: its lifecycle (else it keeps its not-ready taint), the garbage
+		// collection of pods of a gone node, and each namespace's kube-root-ca.crt, which every
+		// pod's ServiceAccount token volume mounts.
+		controllers += ",nodelifecycle,podgc,root-ca-cert-publisher"
+		caFile := filepath.Join(cp.paths.workDir, "apiserver", "ca.crt")
+		if err := os.WriteFile(caFile, cp.env.ControlPlane.APIServer.SecureServing.CA, 0o644); err != nil {
+			return err
+		}
+		args = append(args, "--root-ca-file="+caFile)
+	}
+	kcm, err := startComponent("kube-controller-manager", cp.paths.logDir(), binary, append(args, "--controllers="+controllers), nil)
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
@@ -41,6 +43,10 @@ type Kpack struct {
 	// default Builder is placed.
 	TenantPassword string
 
+	mu sync.Mutex
+	// releases counts the versions UpgradeBuildpack published, by buildpack id.
+	releases map[string]int
+
 	controller *component
 }
 
@@ -65,14 +71,18 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("registry: %w; see %s", err, registryLog.Name())
 	}
-	cp.kpack = &Kpack{Registry: reg}
-	if cp.kpack.Images, err = reg.Seed(ctx); err != nil {
+	cp.kpack = &Kpack{Registry: reg, releases: map[string]int{}}
+	sources, err := cp.paths.seedSources(ctx)
+	if err != nil {
+		return err
+	}
+	if cp.kpack.Images, err = reg.Seed(ctx, sources); err != nil {
 		return fmt.Errorf("registry: seeding images: %w; see %s", err, registryLog.Name())
 	}
 	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kpackNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	kubeconfig, err := cp.userKubeconfig("kpack-controller", "system:masters")
+	kubeconfig, err := cp.userKubeconfig(kpackUser, "system:masters")
 	if err != nil {
 		return err
 	}
@@ -85,12 +95,11 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 		[]string{
 			"SYSTEM_NAMESPACE=" + kpackNamespace,
 			"SYSTEM_SERVICE_ACCOUNT=controller",
-			// Without a kubelet these images are never pulled; the stand-in kubelet plays the
-			// steps they would run.
-			"BUILD_INIT_IMAGE=kpack/build-init",
-			"BUILD_WAITER_IMAGE=kpack/build-waiter",
-			"REBASE_IMAGE=kpack/rebase",
-			"COMPLETION_IMAGE=kpack/completion",
+			// As kpack's release configures them, by digest.
+			"BUILD_INIT_IMAGE=" + cp.kpack.Images.Kpack.BuildInit.Pinned(),
+			"BUILD_WAITER_IMAGE=" + cp.kpack.Images.Kpack.BuildWaiter.Pinned(),
+			"REBASE_IMAGE=" + cp.kpack.Images.Kpack.Rebase.Pinned(),
+			"COMPLETION_IMAGE=" + cp.kpack.Images.Kpack.Completion.Pinned(),
 			"PROFILING_PORT=" + strconv.Itoa(port(profiling)),
 			"METRICS_PROMETHEUS_HOST=127.0.0.1",
 			"METRICS_PROMETHEUS_PORT=" + strconv.Itoa(port(metrics)),
@@ -183,10 +192,15 @@ func (cp *ControlPlane) UpgradeRunImage(ctx context.Context) (registry.Ref, erro
 	return ref, cp.Client.Patch(ctx, stack, patch)
 }
 
-// UpgradeBuildpack does what an operator does for a buildpack release: it publishes the new
-// version and adds it to the ClusterStore. kpack then rebuilds the Builders that use the
-// buildpack, and the Images built with its old version (reason BUILDPACK).
-func (cp *ControlPlane) UpgradeBuildpack(ctx context.Context, id, version string) (registry.Buildpack, error) {
+// UpgradeBuildpack does what an operator does for a buildpack release: it publishes a new
+// version of the buildpack, newer than any before (1.1.0, 1.2.0, ...), and adds it to the
+// ClusterStore. kpack then rebuilds the Builders that use the buildpack, and the Images built
+// with an older version (reason BUILDPACK).
+func (cp *ControlPlane) UpgradeBuildpack(ctx context.Context, id string) (registry.Buildpack, error) {
+	cp.kpack.mu.Lock()
+	cp.kpack.releases[id]++
+	version := fmt.Sprintf("1.%d.0", cp.kpack.releases[id])
+	cp.kpack.mu.Unlock()
 	bp, err := cp.kpack.Registry.PublishBuildpack(ctx, id, version)
 	if err != nil {
 		return bp, err
@@ -235,4 +249,46 @@ func (cp *ControlPlane) WithdrawBuildpack(ctx context.Context, bp registry.Build
 	patch := client.MergeFrom(store.DeepCopy())
 	store.Spec.Sources = slices.DeleteFunc(store.Spec.Sources, func(s corev1alpha1.ImageSource) bool { return s.Image == bp.Image.Tag })
 	return cp.Client.Patch(ctx, store, patch)
+}
+
+// stackShell is the static busybox of Debian's busybox-static package: the stacks' shell.
+const stackShell = "/bin/busybox"
+
+// SeedSources are what the registry's images are made of, for the project of opts: what
+// `make tools` built, and cf-hnc's buildpacks, built now from this checkout into the work
+// directory.
+func SeedSources(ctx context.Context, opts Options) (registry.Sources, error) {
+	p, err := findPaths(opts)
+	if err != nil {
+		return registry.Sources{}, err
+	}
+	return p.seedSources(ctx)
+}
+
+func (p paths) seedSources(ctx context.Context) (registry.Sources, error) {
+	src := registry.Sources{Shell: stackShell}
+	for tool, path := range map[string]*string{
+		"lifecycle-image": &src.LifecycleImage,
+		"kpack-images":    &src.KpackImages,
+		"pause":           &src.Pause,
+	} {
+		var err error
+		if *path, err = p.binary(tool); err != nil {
+			return src, err
+		}
+	}
+	dir := filepath.Join(p.workDir, "buildpacks")
+	for program, path := range map[string]*string{
+		"cnb-buildpack":     &src.Buildpack,
+		"staticfile-server": &src.StaticfileServer,
+	} {
+		*path = filepath.Join(dir, program)
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", *path, "./internal/harness/buildpacks/cmd/"+program)
+		build.Dir = p.projectDir
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if out, err := build.CombinedOutput(); err != nil {
+			return src, fmt.Errorf("building the buildpack program %s: %w\n%s", program, err, out)
+		}
+	}
+	return src, nil
 }

@@ -30,9 +30,17 @@ type gate struct {
 	pushers map[manifestKey]string
 	// manifestPuts counts the manifests pushed, by repository.
 	manifestPuts map[string]int
+	// refusals are the repository prefixes where pushes or pulls are refused, with the
+	// registry's message.
+	refusals map[refusal]string
 }
 
 type manifestKey struct{ repo, ref string }
+
+type refusal struct {
+	prefix string
+	what   permission
+}
 
 func newGate(next http.Handler, publicPrefix string, logger *log.Logger) *gate {
 	return &gate{
@@ -44,6 +52,7 @@ func newGate(next http.Handler, publicPrefix string, logger *log.Logger) *gate {
 		blobs:        map[string]map[string]bool{},
 		pushers:      map[manifestKey]string{},
 		manifestPuts: map[string]int{},
+		refusals:     map[refusal]string{},
 	}
 }
 
@@ -112,6 +121,10 @@ func (g *gate) serve(w *statusRecorder, req *http.Request) (who string) {
 		} else {
 			writeError(w, http.StatusForbidden, "DENIED", "no access to repository "+rt.repo)
 		}
+		return who
+	}
+	if message, refused := g.refused(rt, req.Method, needed); refused {
+		writeError(w, http.StatusForbidden, "DENIED", message)
 		return who
 	}
 	if rt.kind == routeBlob && !g.holdsBlob(rt.repo, rt.ref) {
@@ -231,4 +244,35 @@ type statusRecorder struct {
 func (r *statusRecorder) WriteHeader(status int) {
 	r.status = status
 	r.ResponseWriter.WriteHeader(status)
+}
+
+// refuse makes pushes or pulls below prefix fail with message until the returned function is
+// called.
+func (g *gate) refuse(prefix string, what permission, message string) (restore func()) {
+	key := refusal{prefix, what}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refusals[key] = message
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		delete(g.refusals, key)
+	}
+}
+
+// refused says whether a request needing permission on rt is refused, and with which message.
+// A pull is refused when it fetches a manifest: existence checks (HEAD) still answer, as pushing
+// clients send them before uploading.
+func (g *gate) refused(rt route, method string, needed permission) (string, bool) {
+	if needed == pull && (rt.kind != routeManifest || method != http.MethodGet) {
+		return "", false
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for r, message := range g.refusals {
+		if r.what == needed && strings.HasPrefix(rt.repo, r.prefix) {
+			return message, true
+		}
+	}
+	return "", false
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,30 +11,38 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"code.cloudfoundry.org/cf-hnc/internal/cnb"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/buildpacks"
 )
 
-// publisherName is the account that publishes the synthetic CNB images over HTTP, like any
-// other client, so that PushedBy and the request log show them too.
+// publisherName is the account that publishes the seeded images over HTTP, like any other
+// client, so that PushedBy and the request log show them too.
 const publisherName = "cnb-publisher"
 
-// What Seed publishes.
-var (
-	seedBuildpacks       = []string{"paketo-buildpacks/go", "paketo-buildpacks/java", "paketo-buildpacks/nodejs", "paketo-buildpacks/procfile"}
-	seedBuildpackVersion = "1.0.0"
-	seedLifecycleVersion = "0.20.0"
-)
+// What Seed publishes: cf-hnc's buildpacks in Cloud Foundry's detection order, at this version.
+const seedBuildpackVersion = "1.0.0"
 
 var (
 	versionPattern     = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	buildpackIDPattern = regexp.MustCompile(`^` + repoPattern + `$`)
 )
 
-// Images are the synthetic CNB images that Seed publishes, for writing kpack's ClusterStack,
-// ClusterLifecycle, ClusterStore and Builders. Anyone may pull them, without credentials.
+// Images are the images that Seed publishes: for kpack's ClusterStack, ClusterLifecycle,
+// ClusterStore and Builders, and for the node. Anyone may pull them, without credentials.
 type Images struct {
 	Stack      Stack
 	Lifecycle  Lifecycle
 	Buildpacks []Buildpack
+	// Kpack are kpack's images of build pods, as its controller's environment names them.
+	Kpack KpackImages
+	// Pause is the image of every pod's sandbox.
+	Pause Ref
+}
+
+// KpackImages are the images kpack's build pods run besides the builder.
+type KpackImages struct {
+	BuildInit, BuildWaiter, Completion, Rebase Ref
 }
 
 // Stack is a stack's build and run image; both carry the stack id.
@@ -72,13 +81,20 @@ func (r Ref) Pinned() string {
 	return r.Tag[:strings.LastIndex(r.Tag, ":")] + "@" + r.Digest
 }
 
-// Seed publishes a stack, a lifecycle and buildpackages for paketo-buildpacks/go, java, nodejs
-// and procfile, each at version 1.0.0. Publishing the same images again changes nothing.
+// Seed publishes, made of src: a stack, the lifecycle, cf-hnc's buildpacks at version 1.0.0,
+// kpack's images of build pods and the pause image. Publishing the same sources again changes
+// nothing; the later Publish methods use these sources too.
 //
 // Repositories, under the public prefix: stack/build and stack/run (tag "latest"),
-// lifecycle and buildpacks/<buildpack id> (tagged with the version).
-func (r *Registry) Seed(ctx context.Context) (Images, error) {
-	build, err := stackImage(stackID, true, 0)
+// lifecycle (tagged with its version), buildpacks/<buildpack id> (tagged with the version),
+// kpack/<image> and k8s/pause (tag "local").
+func (r *Registry) Seed(ctx context.Context, src Sources) (Images, error) {
+	r.mu.Lock()
+	r.sources = &src
+	patch := r.runImagePatch
+	r.mu.Unlock()
+
+	build, err := stackImage(src.Shell, stackID, true, 0)
 	if err != nil {
 		return Images{}, err
 	}
@@ -86,25 +102,78 @@ func (r *Registry) Seed(ctx context.Context) (Images, error) {
 	if err != nil {
 		return Images{}, err
 	}
-	r.mu.Lock()
-	runRef, err := r.pushRunImage(ctx, r.runImagePatch)
-	r.mu.Unlock()
+	runRef, err := r.pushRunImage(ctx, src, patch)
 	if err != nil {
 		return Images{}, err
 	}
 	images := Images{Stack: Stack{ID: stackID, BuildImage: buildRef, RunImage: runRef}}
-
-	if images.Lifecycle, err = r.PublishLifecycle(ctx, seedLifecycleVersion); err != nil {
+	if images.Lifecycle, err = r.publishLifecycle(ctx, src); err != nil {
 		return Images{}, err
 	}
-	for _, id := range seedBuildpacks {
+	for _, id := range buildpacks.IDs() {
 		bp, err := r.PublishBuildpack(ctx, id, seedBuildpackVersion)
 		if err != nil {
 			return Images{}, err
 		}
 		images.Buildpacks = append(images.Buildpacks, bp)
 	}
+	if images.Kpack, err = r.publishKpackImages(ctx, src); err != nil {
+		return Images{}, err
+	}
+	pause, err := pauseImage(src.Pause)
+	if err != nil {
+		return Images{}, err
+	}
+	if images.Pause, err = r.push(ctx, "k8s/pause", "local", pause); err != nil {
+		return Images{}, err
+	}
 	return images, nil
+}
+
+// publishLifecycle publishes the lifecycle image of src, tagged with its version.
+func (r *Registry) publishLifecycle(ctx context.Context, src Sources) (Lifecycle, error) {
+	img, err := layoutImage(src.LifecycleImage, "lifecycle")
+	if err != nil {
+		return Lifecycle{}, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return Lifecycle{}, err
+	}
+	version := cfg.Config.Labels[cnb.LifecycleVersionLabel]
+	if !versionPattern.MatchString(version) {
+		return Lifecycle{}, fmt.Errorf("the lifecycle image in %s has version %q (label %s)", src.LifecycleImage, version, cnb.LifecycleVersionLabel)
+	}
+	ref, err := r.push(ctx, "lifecycle", version, img)
+	return Lifecycle{Version: version, Image: ref}, err
+}
+
+// publishKpackImages publishes kpack's images of build pods.
+func (r *Registry) publishKpackImages(ctx context.Context, src Sources) (KpackImages, error) {
+	refs := map[string]*Ref{}
+	var images KpackImages
+	refs["build-init"], refs["build-waiter"], refs["completion"], refs["rebase"] =
+		&images.BuildInit, &images.BuildWaiter, &images.Completion, &images.Rebase
+	for _, name := range kpackImageNames {
+		img, err := layoutImage(src.KpackImages, name)
+		if err != nil {
+			return KpackImages{}, err
+		}
+		if *refs[name], err = r.push(ctx, "kpack/"+name, "local", img); err != nil {
+			return KpackImages{}, err
+		}
+	}
+	return images, nil
+}
+
+// seeded returns the sources of the last Seed.
+func (r *Registry) seeded() (Sources, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sources == nil {
+		return Sources{}, errors.New("the registry was not seeded: call Seed first")
+	}
+	return *r.sources, nil
 }
 
 // PublishRunImage publishes a fixed run image, as a base image's CVE fix would: the same stack
@@ -112,9 +181,13 @@ func (r *Registry) Seed(ctx context.Context) (Images, error) {
 // kpack reads the tag again only when the ClusterStack is reconciled (for example after an
 // annotation changed): it does not poll.
 func (r *Registry) PublishRunImage(ctx context.Context) (Ref, error) {
+	src, err := r.seeded()
+	if err != nil {
+		return Ref{}, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref, err := r.pushRunImage(ctx, r.runImagePatch+1)
+	ref, err := r.pushRunImage(ctx, src, r.runImagePatch+1)
 	if err != nil {
 		return Ref{}, err
 	}
@@ -122,9 +195,9 @@ func (r *Registry) PublishRunImage(ctx context.Context) (Ref, error) {
 	return ref, nil
 }
 
-// pushRunImage publishes the run image at a patch level; r.mu must be held.
-func (r *Registry) pushRunImage(ctx context.Context, patch int) (Ref, error) {
-	img, err := stackImage(stackID, false, patch)
+// pushRunImage publishes the run image at a patch level.
+func (r *Registry) pushRunImage(ctx context.Context, src Sources, patch int) (Ref, error) {
+	img, err := stackImage(src.Shell, stackID, false, patch)
 	if err != nil {
 		return Ref{}, err
 	}
@@ -139,9 +212,13 @@ func (r *Registry) PublishStack(ctx context.Context, id string) (Stack, error) {
 	if !buildpackIDPattern.MatchString(id) {
 		return Stack{}, fmt.Errorf("stack id %q is not a repository path", id)
 	}
+	src, err := r.seeded()
+	if err != nil {
+		return Stack{}, err
+	}
 	stack := Stack{ID: id}
 	for _, build := range []bool{true, false} {
-		img, err := stackImage(id, build, 0)
+		img, err := stackImage(src.Shell, id, build, 0)
 		if err != nil {
 			return Stack{}, err
 		}
@@ -166,7 +243,11 @@ func (r *Registry) PublishBuildpack(ctx context.Context, id, version string) (Bu
 	if !versionPattern.MatchString(version) {
 		return Buildpack{}, fmt.Errorf("buildpack version %q is not MAJOR.MINOR.PATCH", version)
 	}
-	img, err := buildpackageImage(id, version)
+	src, err := r.seeded()
+	if err != nil {
+		return Buildpack{}, err
+	}
+	img, err := buildpackageImage(src, id, version)
 	if err != nil {
 		return Buildpack{}, err
 	}
@@ -175,23 +256,6 @@ func (r *Registry) PublishBuildpack(ctx context.Context, id, version string) (Bu
 		return Buildpack{}, err
 	}
 	return Buildpack{ID: id, Version: version, Image: ref}, nil
-}
-
-// PublishLifecycle publishes a lifecycle image of version (MAJOR.MINOR.PATCH), tagged with the
-// version. Its Image.Tag is the ClusterLifecycle's spec.image.
-func (r *Registry) PublishLifecycle(ctx context.Context, version string) (Lifecycle, error) {
-	if !versionPattern.MatchString(version) {
-		return Lifecycle{}, fmt.Errorf("lifecycle version %q is not MAJOR.MINOR.PATCH", version)
-	}
-	img, err := lifecycleImage(version)
-	if err != nil {
-		return Lifecycle{}, err
-	}
-	ref, err := r.push(ctx, "lifecycle", version, img)
-	if err != nil {
-		return Lifecycle{}, err
-	}
-	return Lifecycle{Version: version, Image: ref}, nil
 }
 
 // push publishes img as repo:tag under the public prefix, with the publisher's credentials.

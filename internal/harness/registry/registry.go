@@ -1,6 +1,6 @@
 // Package registry runs an in-memory OCI registry on loopback for the local control plane and
-// the tests, and publishes into it small synthetic Cloud Native Buildpacks images (a stack, a
-// lifecycle and buildpackages) that the real kpack controller accepts.
+// the tests, and publishes into it what the node and kpack pull: a stack of cf-hnc's own, the
+// CNB lifecycle, cf-hnc's buildpacks, kpack's images of build pods and the pause image.
 //
 // The registry is go-containerregistry's pkg/registry behind an access gate that speaks HTTP
 // Basic authentication. Its rule:
@@ -8,8 +8,9 @@
 //   - Every user is granted repository prefixes, each ending in "/" (for example "org-a/"), and
 //     may pull from and push to the repositories under them.
 //   - Repositories under the public prefix ("cnb/" unless Options say otherwise) may be pulled by
-//     anyone, also without credentials. Only users granted that prefix, and the registry's own
-//     publisher that Seed and the Publish methods use, push there.
+//     anyone, also without credentials: the node pulls kpack's images and the pause image
+//     there without any. Only users granted that prefix, and the registry's own publisher that
+//     Seed and the Publish methods use, push there.
 //   - Wrong credentials are refused everywhere, also for public repositories, so that a client
 //     with a broken secret fails instead of silently pulling anonymously.
 //   - A blob is served from a repository only after it was uploaded to that repository: the
@@ -61,9 +62,11 @@ type Registry struct {
 	gate      *gate
 	publisher authn.Authenticator
 
+	mu sync.Mutex
 	// runImagePatch counts the run images published so far; PublishRunImage raises it.
-	mu            sync.Mutex
 	runImagePatch int
+	// sources are what Seed published from, for the later Publish methods.
+	sources *Sources
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -169,4 +172,21 @@ func (r *Registry) PushedBy(ref string) (user string, ok bool) {
 // with prefix (for example "cnb/builders/"): how many images were written there.
 func (r *Registry) ManifestsPushed(prefix string) int {
 	return r.gate.manifestsPushed(prefix)
+}
+
+// RefusePushes makes the registry refuse every push to repositories below prefix (for example
+// "org-a/space-1/app-1"), with 403 DENIED and message, as a registry whose quota is exhausted or
+// whose repository is read-only answers; pulls still work. Calling the returned function ends
+// it. Tests make builds and rebases fail with it, for real.
+func (r *Registry) RefusePushes(prefix, message string) (restore func()) {
+	return r.gate.refuse(prefix, push, message)
+}
+
+// RefusePulls makes the registry refuse to serve image manifests below prefix, with 403 DENIED
+// and message, so that every pull there fails (kpack reading a Builder's image, a node's image
+// pull, a build step's read), while
+// pushes, which only check that a manifest exists, still work. Calling the returned function
+// ends it.
+func (r *Registry) RefusePulls(prefix, message string) (restore func()) {
+	return r.gate.refuse(prefix, pull, message)
 }

@@ -154,7 +154,7 @@ var _ = Describe("Registry", func() {
 	})
 
 	It("lets anyone pull the seeded images, and only the publisher push them", func() {
-		images, err := reg.Seed(context.Background())
+		images, err := reg.Seed(context.Background(), sources)
 		Expect(err).NotTo(HaveOccurred())
 		run := images.Stack.RunImage
 		Expect(run.Tag).To(HavePrefix(reg.Host() + "/cnb/"))
@@ -174,13 +174,44 @@ var _ = Describe("Registry", func() {
 	})
 
 	It("refuses wrong credentials, also for public images", func() {
-		images, err := reg.Seed(context.Background())
+		images, err := reg.Seed(context.Background(), sources)
 		Expect(err).NotTo(HaveOccurred())
 
 		_, err = pull(images.Stack.RunImage.Tag, &authn.Basic{Username: "alice", Password: "wrong"})
 		Expect(statusOf(err)).To(Equal(http.StatusUnauthorized))
 		_, err = pull(images.Stack.RunImage.Tag, &authn.Basic{Username: "mallory", Password: "x"})
 		Expect(statusOf(err)).To(Equal(http.StatusUnauthorized))
+	})
+
+	It("refuses pushes below a prefix with its message while told to, and still serves pulls there", func() {
+		push(ref("org-a/space/app:v1"), alice)
+		restore := reg.RefusePushes("org-a/space/", "quota exceeded for this repository")
+
+		err := remote.Write(must(name.NewTag(ref("org-a/space/app:v2"))), must(random.Image(64, 1)), remote.WithAuth(alice))
+		Expect(statusOf(err)).To(Equal(http.StatusForbidden))
+		Expect(err).To(MatchError(ContainSubstring("quota exceeded for this repository")))
+		_, err = pull(ref("org-a/space/app:v1"), alice)
+		Expect(err).NotTo(HaveOccurred())
+		push(ref("org-a/other/app:v1"), alice)
+
+		restore()
+		push(ref("org-a/space/app:v2"), alice)
+	})
+
+	It("refuses pulls below a prefix with its message while told to, and still takes pushes there", func() {
+		push(ref("org-a/space/app:v1"), alice)
+		restore := reg.RefusePulls("org-a/space/", "the repository is quarantined")
+
+		_, err := pull(ref("org-a/space/app:v1"), alice)
+		Expect(statusOf(err)).To(Equal(http.StatusForbidden))
+		Expect(err).To(MatchError(ContainSubstring("the repository is quarantined")))
+		push(ref("org-a/space/app:v2"), alice)
+		_, err = pull(ref("org-a/other:v1"), alice)
+		Expect(statusOf(err)).To(Equal(http.StatusNotFound), "other repositories answer as before")
+
+		restore()
+		_, err = pull(ref("org-a/space/app:v2"), alice)
+		Expect(err).NotTo(HaveOccurred())
 	})
 
 	It("replaces a user of the same name", func() {

@@ -20,7 +20,7 @@ func (r *Registry) PushSource(ctx context.Context, repo string, files map[string
 	entries := make([]tarEntry, 0, len(files))
 	for _, file := range slices.Sorted(maps.Keys(files)) {
 		body := files[file]
-		entries = append(entries, tarEntry{header: tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: 0o644, Size: int64(len(body))}, body: body})
+		entries = append(entries, tarEntry{header: tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: 0o644, Size: int64(len(body))}, body: []byte(body)})
 	}
 	layer, err := tarLayer(entries...)
 	if err != nil {

@@ -2,10 +2,11 @@
 // (github.com/google/ko, pinned by this module), without Docker and without the internet.
 //
 // ko's default base image lives in a registry on the internet. This command assembles the base
-// in process instead: one layer with /etc/passwd and /etc/group for the user nonroot
-// (65532:65532), its home directory, /tmp, and the CA certificates of the build machine (the
-// manager reads droplet images from registries over TLS), and a config that runs as 65532. ko
-// then adds the manager binary, built with `go build` for each platform, as its entrypoint.
+// in process instead (internal/baseimage): one layer with /etc/passwd and /etc/group for the
+// user nonroot (65532:65532), its home directory, /tmp, and the CA certificates of the build
+// machine (the manager reads droplet images from registries over TLS), and a config that runs
+// as 65532. ko then adds the manager binary, built with `go build` for each platform, as its
+// entrypoint.
 //
 //	cf-hnc-image --oci-layout .local/image                 write an OCI image layout
 //	cf-hnc-image --repo registry.example/cf --tag v1       push (registry credentials as docker's)
@@ -15,13 +16,9 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"runtime"
@@ -31,19 +28,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/ko/pkg/build"
 	"github.com/google/ko/pkg/publish"
+
+	"code.cloudfoundry.org/cf-hnc/hack/tools/ko/internal/baseimage"
 )
 
-const (
-	importPath = "ko://code.cloudfoundry.org/cf-hnc"
-	// nonRoot is the user the manager runs as; config/manager's Deployment says the same.
-	nonRoot = 65532
-)
+// importPath is the manager's main package. It runs as baseimage.NonRoot; config/manager's
+// Deployment says the same.
+const importPath = "ko://code.cloudfoundry.org/cf-hnc"
 
 func main() {
 	var (
@@ -71,7 +64,7 @@ func main() {
 		log.Fatalf("the CA certificates for the image: %v (set --ca-certificates)", err)
 	}
 	created := v1.Time{Time: time.Unix(*sourceTime, 0).UTC()}
-	base, err := baseImage(strings.Split(*platforms, ","), certs, created)
+	base, err := baseimage.New(strings.Split(*platforms, ","), certs, created)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -84,7 +77,7 @@ func main() {
 		build.WithCreationTime(created),
 		build.WithDisabledSBOM(),
 		build.WithTrimpath(true),
-		build.WithUser(fmt.Sprintf("%d:%d", nonRoot, nonRoot)),
+		build.WithUser(baseimage.User),
 	)
 	if err != nil {
 		log.Fatal(err)
@@ -120,74 +113,4 @@ func main() {
 		}
 		fmt.Println(ref)
 	}
-}
-
-// baseImage is the base for every platform: an index if there is more than one.
-func baseImage(platforms []string, caCerts []byte, created v1.Time) (build.Result, error) {
-	layer, err := baseLayer(caCerts, created.Time)
-	if err != nil {
-		return nil, err
-	}
-	var images []mutate.IndexAddendum
-	for _, p := range platforms {
-		platform, err := v1.ParsePlatform(p)
-		if err != nil {
-			return nil, err
-		}
-		img, err := mutate.AppendLayers(empty.Image, layer)
-		if err != nil {
-			return nil, err
-		}
-		img = mutate.MediaType(img, types.OCIManifestSchema1)
-		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-		cfg, err := img.ConfigFile()
-		if err != nil {
-			return nil, err
-		}
-		cfg = cfg.DeepCopy()
-		cfg.OS, cfg.Architecture, cfg.Variant = platform.OS, platform.Architecture, platform.Variant
-		cfg.Created = created
-		cfg.Config.User = fmt.Sprintf("%d:%d", nonRoot, nonRoot)
-		cfg.Config.WorkingDir = "/home/nonroot"
-		cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
-		if img, err = mutate.ConfigFile(img, cfg); err != nil {
-			return nil, err
-		}
-		images = append(images, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: platform}})
-	}
-	if len(images) == 1 {
-		return images[0].Add.(v1.Image), nil
-	}
-	return mutate.IndexMediaType(mutate.AppendManifests(empty.Index, images...), types.OCIImageIndex), nil
-}
-
-// baseLayer holds what a static Go binary needs from a distribution: users, a home, /tmp and
-// CA certificates.
-func baseLayer(caCerts []byte, created time.Time) (v1.Layer, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	dir := func(path string, mode int64, uid int) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: path + "/", Mode: mode, Uid: uid, Gid: uid, ModTime: created})
-	}
-	file := func(path string, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path, Mode: 0o644, Size: int64(len(data)), ModTime: created}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	users := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonRoot, nonRoot)
-	groups := fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", nonRoot)
-	err := errors.Join(
-		dir("etc", 0o755, 0), file("etc/passwd", []byte(users)), file("etc/group", []byte(groups)),
-		dir("etc/ssl", 0o755, 0), dir("etc/ssl/certs", 0o755, 0), file("etc/ssl/certs/ca-certificates.crt", caCerts),
-		dir("home", 0o755, 0), dir("home/nonroot", 0o700, nonRoot), dir("tmp", 0o1777, 0),
-		tw.Close(),
-	)
-	if err != nil {
-		return nil, err
-	}
-	data := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-		tarball.WithMediaType(types.OCILayer))
 }

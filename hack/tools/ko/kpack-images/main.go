@@ -1,0 +1,161 @@
+// Command kpack-images builds the images that kpack's build and rebase pods run (build-init,
+// build-waiter, completion, rebase) from kpack's own module with ko's library, without Docker
+// and without the internet, and writes them into one OCI image layout, each annotated with
+// org.opencontainers.image.ref.name=<name>.
+//
+// The commands are built in --module, a module that requires kpack and pins its dependencies
+// (hack/tools/kpack), onto the in-process base of internal/baseimage, as the user 65532:
+// kpack's rebase pod sets runAsNonRoot but no user. kpack v0.18.0's pods run
+// /cnb/process/<name> (build_pod.go: PrepareCommand, CompletionCommand, RebaseCommand), where
+// kpack's release images have them; ko puts a command at /ko-app/<name>, so every image gets a
+// last layer with the symlink /cnb/process/<name> -> /ko-app/<name>. The entrypoint stays
+// /ko-app/<name> (the build-waiter container runs the entrypoint).
+//
+//	kpack-images --module hack/tools/kpack --oci-layout DIR
+//
+// With the default --source-date-epoch every time in the images is fixed, so the same inputs
+// give the same digests.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/ko/pkg/build"
+
+	"code.cloudfoundry.org/cf-hnc/hack/tools/ko/internal/baseimage"
+)
+
+const kpackCmd = "github.com/pivotal/kpack/cmd/"
+
+// images are kpack's pod images, by the name of their command.
+var images = []string{"build-init", "build-waiter", "completion", "rebase"}
+
+func main() {
+	var (
+		module     = flag.String("module", "", "the module that requires kpack and pins its dependencies (hack/tools/kpack)")
+		dir        = flag.String("oci-layout", "", "write the images to this new OCI image layout directory")
+		platform   = flag.String("platform", "linux/"+runtime.GOARCH, "the images' platform")
+		caCerts    = flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to put into the images")
+		sourceTime = flag.Int64("source-date-epoch", 0, "the images' creation time, in seconds since 1970 (0: reproducible images)")
+	)
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("[kpack-images] ")
+	if *module == "" || *dir == "" {
+		log.Fatal("--module and --oci-layout are required")
+	}
+	certs, err := os.ReadFile(*caCerts)
+	if err != nil {
+		log.Fatalf("the CA certificates for the images: %v (set --ca-certificates)", err)
+	}
+	// ko reads the git state of the directory it builds in for its ldflags templates, and logs
+	// all of `git status` when the checkout around hack/tools/kpack is dirty; that state says
+	// nothing about kpack's commands. Keep git from looking above the module.
+	if abs, err := filepath.Abs(*module); err == nil {
+		os.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(abs))
+	}
+	created := v1.Time{Time: time.Unix(*sourceTime, 0).UTC()}
+	base, err := baseimage.New([]string{*platform}, certs, created)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	builder, err := build.NewGo(ctx, *module,
+		build.WithBaseImages(func(context.Context, string) (name.Reference, build.Result, error) {
+			return name.MustParseReference("cf-hnc.local/base:in-process"), base, nil
+		}),
+		build.WithPlatforms(*platform),
+		build.WithCreationTime(created),
+		build.WithDisabledSBOM(),
+		build.WithTrimpath(true),
+		// Without symbols: kpack's commands are large (build-init 115 MB, completion 127 MB
+		// with them), and the node's registry is seeded with them at every start.
+		build.WithDefaultLdflags([]string{"-s", "-w"}),
+		build.WithUser(baseimage.User),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := layout.Write(*dir, empty.Index)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, cmd := range images {
+		img, err := buildImage(ctx, builder, cmd, created.Time)
+		if err != nil {
+			log.Fatalf("%s: %v", cmd, err)
+		}
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": cmd})); err != nil {
+			log.Fatal(err)
+		}
+		digest, err := img.Digest()
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s@%s\n", cmd, digest)
+	}
+}
+
+// buildImage is ko's image of kpack's command plus the /cnb/process link to it.
+func buildImage(ctx context.Context, builder build.Interface, cmd string, created time.Time) (v1.Image, error) {
+	importPath := "ko://" + kpackCmd + cmd
+	if err := builder.IsSupportedReference(importPath); err != nil {
+		return nil, fmt.Errorf("%s: %w (is it in the module's tools.go?)", importPath, err)
+	}
+	log.Printf("building %s", importPath)
+	result, err := builder.Build(ctx, importPath)
+	if err != nil {
+		return nil, err
+	}
+	img, ok := result.(v1.Image)
+	if !ok {
+		return nil, fmt.Errorf("ko built %T for one platform, not an image", result)
+	}
+	link, err := processLink(cmd, created)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(img, mutate.Addendum{
+		Layer: link,
+		History: v1.History{
+			Created:   v1.Time{Time: created},
+			CreatedBy: "kpack-images",
+			Comment:   "/cnb/process/" + cmd + ", where kpack's build pods run it",
+		},
+	})
+}
+
+// processLink is a layer with /cnb/process/<cmd> -> /ko-app/<cmd>.
+func processLink(cmd string, created time.Time) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dir := func(name string) error {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: created})
+	}
+	err := errors.Join(
+		dir("cnb"), dir("cnb/process"),
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: path.Join("cnb/process", cmd),
+			Linkname: path.Join("/ko-app", cmd), Mode: 0o777, ModTime: created}),
+		tw.Close(),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return baseimage.FromTar(buf.Bytes())
+}
