@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
@@ -59,6 +60,10 @@ var _ = Describe("Faults", Label("faults"), func() {
 		Expect(renewed.Spec.HolderIdentity).To(Equal(lease.Spec.HolderIdentity))
 		Expect(renewed.Spec.RenewTime.After(lease.Spec.RenewTime.Add(10*time.Second))).To(BeTrue(),
 			"the manager renewed its lease while HNC was down: last renewed %s, before %s", renewed.Spec.RenewTime, lease.Spec.RenewTime)
+		By("an operator changing the default Builder's push credentials meanwhile: the builder namespace is outside HNC's tree, and its writes must not wait for HNC either")
+		credentials := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: controlplane.BuilderNamespace, Name: "cf-builder-registry"}, credentials)).To(Succeed())
+		update(ctx, credentials, func() { metav1.SetMetaDataAnnotation(&credentials.ObjectMeta, "cf-hnc.test/rotated", org) })
 		Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
 
 		Eventually(func(g Gomega) {
