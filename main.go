@@ -7,11 +7,13 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/metricsauth"
 	"code.cloudfoundry.org/cf-hnc/manager"
 )
@@ -49,6 +51,7 @@ func main() {
 		maxRebuilds      int
 		qps              float64
 		burst            int
+		buildLimits      = builders.DefaultBuildLimits()
 	)
 	// Every address defaults to loopback; a deployment that must be reached from outside the
 	// pod (probes, webhooks) says so with these flags.
@@ -71,11 +74,18 @@ func main() {
 	flag.IntVar(&maxRebuilds, "max-concurrent-rebuilds", 10, "How many rebuild pods (stack fixes, buildpack and lifecycle upgrades) run at once across the foundation; 0 for no limit.")
 	flag.Float64Var(&qps, "kube-api-qps", 200, "Requests per second to the apiserver that the manager may make, sustained.")
 	flag.IntVar(&burst, "kube-api-burst", 400, "Requests to the apiserver that the manager may make in a burst.")
+	flag.DurationVar(&buildLimits.Timeout, "build-timeout", buildLimits.Timeout, "How long a build pod may run (at least 1s, in whole seconds) before it is stopped and its build fails: the pod's activeDeadlineSeconds.")
+	flag.Var(quantityFlag{&buildLimits.Memory}, "build-memory", "The memory `quantity` that each step of a build pod may use: a step over it is killed (OOMKilled). Each step requests "+buildLimits.MemoryRequest.String()+" of it (all of it, if less).")
+	flag.Var(quantityFlag{&buildLimits.Disk}, "build-disk", "The ephemeral-storage `quantity` that each step of a build pod, and so the pod with its volumes, may use: a pod over it is evicted. Each step requests "+buildLimits.DiskRequest.String()+" of it (all of it, if less).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
+	if err := buildLimits.Validate(); err != nil {
+		setupLog.Error(err, "invalid --build-timeout, --build-memory or --build-disk")
+		os.Exit(1)
+	}
 
 	opts, err := manager.Options(rootNamespace)
 	if err != nil {
@@ -116,12 +126,13 @@ func main() {
 		os.Exit(1)
 	}
 	if err := manager.Setup(mgr, manager.Config{RootNamespace: rootNamespace, BuilderNamespace: builderNamespace, Webhooks: enableWebhooks,
-		Concurrency: concurrency, MaxConcurrentRebuilds: maxRebuilds, CertRotation: rotation}); err != nil {
+		Concurrency: concurrency, MaxConcurrentRebuilds: maxRebuilds, BuildLimits: buildLimits, CertRotation: rotation}); err != nil {
 		setupLog.Error(err, "cannot set up the manager")
 		os.Exit(1)
 	}
 	setupLog.Info("starting the manager", "rootNamespace", rootNamespace, "builderNamespace", builderNamespace, "namespace", namespace,
-		"webhooks", enableWebhooks, "certRotation", rotation != nil, "leaderElection", leaderElect)
+		"webhooks", enableWebhooks, "certRotation", rotation != nil, "leaderElection", leaderElect,
+		"buildTimeout", buildLimits.Timeout, "buildMemory", buildLimits.Memory.String(), "buildDisk", buildLimits.Disk.String())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "the manager stopped with an error")
 		os.Exit(1)
@@ -144,4 +155,23 @@ func splitList(s string) []string {
 		}
 	}
 	return items
+}
+
+// quantityFlag is a flag that holds a resource quantity, such as 1Gi.
+type quantityFlag struct{ q *resource.Quantity }
+
+func (f quantityFlag) String() string {
+	if f.q == nil {
+		return ""
+	}
+	return f.q.String()
+}
+
+func (f quantityFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	*f.q = q
+	return nil
 }

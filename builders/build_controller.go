@@ -39,12 +39,22 @@ type BuildReconciler struct {
 	reporter    *status.Reporter
 	droplets    DropletReader
 	concurrency int
+	limits      BuildLimits
 }
 
 // NewBuildReconciler returns a BuildReconciler that reads droplets' process types with droplets,
-// reads failed build pods with uncached, and stages up to concurrency builds at once.
+// reads failed build pods with uncached, and stages up to concurrency builds at once, within
+// DefaultBuildLimits.
 func NewBuildReconciler(c client.Client, uncached client.Reader, recorder events.EventRecorder, droplets DropletReader, concurrency int) *BuildReconciler {
-	return &BuildReconciler{client: c, uncached: uncached, reporter: status.NewReporter(c, recorder), droplets: droplets, concurrency: concurrency}
+	return &BuildReconciler{client: c, uncached: uncached, reporter: status.NewReporter(c, recorder), droplets: droplets, concurrency: concurrency,
+		limits: DefaultBuildLimits()}
+}
+
+// WithLimits bounds the build pods of the builds staged from now on; a zero field keeps its
+// default. Images staged before keep theirs until their app stages again.
+func (r *BuildReconciler) WithLimits(limits BuildLimits) *BuildReconciler {
+	r.limits = limits.withDefaults()
+	return r
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfbuilds,verbs=get;list;watch;create
@@ -89,7 +99,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 // (and the droplet, once it succeeded); before, the app, the package, the app's other builds,
 // the space's build configuration and Builders.
 func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild) (stagingInputs, error) {
-	in := stagingInputs{build: build}
+	in := stagingInputs{build: build, limits: r.limits}
 	var err error
 	if in.space, err = r.spaceOf(ctx, build.Namespace); err != nil {
 		return in, err

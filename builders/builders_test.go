@@ -99,7 +99,7 @@ var _ = Describe("the app's Image", func() {
 		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Name: "build-guid"}}
 		pkg := &cfv1alpha1.CFPackage{Spec: cfv1alpha1.CFPackageSpec{Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{
 			Image: "registry.local/org-a/packages/p", ImagePullSecrets: []corev1.LocalObjectReference{{Name: "cf-registry-org"}}}}}}
-		image := desiredImage(app, build, pkg, corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: "cf.default"}, space)
+		image := desiredImage(app, build, pkg, corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: "cf.default"}, space, DefaultBuildLimits())
 		Expect(image.Name).To(Equal("app-guid"))
 		Expect(image.OwnerReferences).To(ConsistOf(HaveField("UID", app.UID)))
 		Expect(image.Spec.Tag).To(Equal("registry.local/org-a/app-guid"))

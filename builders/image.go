@@ -16,8 +16,9 @@ const buildHistory = 10
 
 // desiredImage is the one kpack Image of an app, staging a build's package with a Builder or
 // ClusterBuilder: tagged below the space's droplet repository, run as the build
-// ServiceAccount, owned by the app so that deleting the app deletes it and its builds.
-func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alpha1.CFPackage, builder corev1.ObjectReference, space *cfv1alpha1.SpaceBuildConfig) *kpackv1alpha2.Image {
+// ServiceAccount, its build pods bounded by limits, owned by the app so that deleting the app
+// deletes it and its builds.
+func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alpha1.CFPackage, builder corev1.ObjectReference, space *cfv1alpha1.SpaceBuildConfig, limits BuildLimits) *kpackv1alpha2.Image {
 	return &kpackv1alpha2.Image{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: app.Namespace,
@@ -39,6 +40,10 @@ func desiredImage(app *cfv1alpha1.CFApp, build *cfv1alpha1.CFBuild, pkg *cfv1alp
 			}},
 			Build: &kpackv1alpha2.ImageBuild{
 				Env: []corev1.EnvVar{{Name: cfv1alpha1.BuildGUIDEnv, Value: build.Name}},
+				// Stated at every staging, never between two: kpack starts a build (reason
+				// CONFIG) when the resources change, and a staging starts one anyway.
+				Resources:    limits.resources(),
+				BuildTimeout: limits.timeoutSeconds(),
 			},
 			FailedBuildHistoryLimit:  ptr.To[int64](buildHistory),
 			SuccessBuildHistoryLimit: ptr.To[int64](buildHistory),

@@ -29,6 +29,7 @@ func readyToStage() stagingInputs {
 		pkg:            &cfv1alpha1.CFPackage{Spec: cfv1alpha1.CFPackageSpec{Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{Image: "registry.local/org-a/space-1/packages/p"}}}},
 		active:         "build-guid",
 		defaultBuilder: defaultBuilder,
+		limits:         DefaultBuildLimits(),
 	}
 }
 

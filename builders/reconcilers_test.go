@@ -184,6 +184,10 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		Expect(image.Spec.Tag).To(Equal(repository + "/" + app.Name))
 		Expect(image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: clusterBuilder}))
 		Expect(image.Spec.Build.Env).To(ContainElement(corev1.EnvVar{Name: cfv1alpha1.BuildGUIDEnv, Value: first.Name}))
+		defaults := DefaultBuildLimits()
+		Expect(image.Spec.Build.BuildTimeout).To(HaveValue(BeEquivalentTo(defaults.Timeout/time.Second)), "kpack's pod deadline, in seconds")
+		Expect(image.Spec.Build.Resources.Limits.Memory().Cmp(defaults.Memory)).To(BeZero())
+		Expect(image.Spec.Build.Resources.Limits.StorageEphemeral().Cmp(defaults.Disk)).To(BeZero())
 
 		kb := kpackBuilds(ctx, app.Name, "1", "CONFIG", first.Name, nil, r1)
 		succeed(ctx, k8s, kb, firstImage, r1, nodejsDroplet)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
@@ -41,6 +42,8 @@ type stagingInputs struct {
 	defaultBuilder *kpackv1alpha2.Builder
 	// dedicated is the dedicated Builder of the build's lifecycle as it is, if there is one.
 	dedicated *kpackv1alpha2.Builder
+	// limits bound the build pods, as the manager was configured.
+	limits BuildLimits
 }
 
 // stagingPlan is what a reconcile of a CFBuild decides: its status, and what to apply.
@@ -92,7 +95,7 @@ func planStaging(in stagingInputs) stagingPlan {
 		}
 		builderRef.Kind, builderRef.Name = kpackv1alpha2.BuilderKind, p.dedicated.Name
 	}
-	p.image = desiredImage(in.app, build, in.pkg, builderRef, config)
+	p.image = desiredImage(in.app, build, in.pkg, builderRef, config, in.limits)
 	message := fmt.Sprintf("waiting for kpack to start a build of Image %s with %s %s", in.app.Name, builderRef.Kind, builderRef.Name)
 	p.conditions = []metav1.Condition{
 		{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildScheduledReason, Message: message},
@@ -174,6 +177,9 @@ func runningMessage(kb *kpackv1alpha2.Build, unschedulable string) string {
 type failedStep struct {
 	name     string
 	exitCode int32
+	// stopped says what stopped the step, when it did not fail on its own: one of the build
+	// limits.
+	stopped string
 	// log is the end of the step's log, as the kubelet keeps it in the termination message:
 	// the policy cf-hnc-build-step-messages asks it to for kpack's steps.
 	log string
@@ -184,10 +190,30 @@ type failedStep struct {
 func failedStepOf(pod *corev1.Pod) *failedStep {
 	for _, s := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
 		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-			return &failedStep{name: s.Name, exitCode: t.ExitCode, log: t.Message}
+			return &failedStep{name: s.Name, exitCode: t.ExitCode, stopped: stoppedBy(pod, s.Name, t), log: t.Message}
 		}
 	}
 	return nil
+}
+
+// stoppedBy says which limit stopped a failed step of a build pod, "" if none did: the
+// kubelet stops a pod past its deadline (the build timeout) and evicts one over its disk
+// limit, saying so on the pod; the kernel kills a step over its memory limit (OOMKilled).
+func stoppedBy(pod *corev1.Pod, step string, t *corev1.ContainerStateTerminated) string {
+	switch {
+	case pod.Status.Reason == "DeadlineExceeded" && pod.Spec.ActiveDeadlineSeconds != nil:
+		return fmt.Sprintf("the build ran longer than its timeout of %s", time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second)
+	case pod.Status.Reason != "":
+		return strings.TrimSpace(pod.Status.Reason + ": " + pod.Status.Message)
+	case t.Reason == "OOMKilled":
+		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+			if limit, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == step {
+				return "OOMKilled: the step needed more than its memory limit of " + limit.String()
+			}
+		}
+		return "OOMKilled"
+	}
+	return ""
 }
 
 // failure is the reason and message of a failed kpack Build: the step that failed, its exit
@@ -201,7 +227,11 @@ func failure(kb *kpackv1alpha2.Build, step *failedStep) (reason, message string)
 	switch {
 	case step != nil:
 		message += fmt.Sprintf(" in step %s (exit code %d)", step.name, step.exitCode)
-		if lines := strings.Join(logtext.LastLines(step.log, failureLogLines), "; "); lines != "" {
+		details := logtext.LastLines(step.log, failureLogLines)
+		if step.stopped != "" {
+			details = append([]string{step.stopped}, details...)
+		}
+		if lines := strings.Join(details, "; "); lines != "" {
 			message += ": " + lines
 		}
 	case c != nil && c.Message != "":

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,20 +61,24 @@ var _ = Describe("The quick start (docs/quickstart.md) through the kubectl-cf bi
 		Expect(out).To(MatchRegexp(`(?m)^  run image:\s+\S+@sha256:[0-9a-f]{64}$`))
 		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:\s+cf-hnc/staticfile \d+\.\d+\.\d+$`))
 		Expect(out).To(MatchRegexp(`(?m)^  processes:\s+web: staticfile-server -root \.$`))
+		Expect(out).To(MatchRegexp(`(?m)^Waiting for app "web" to run \(at most 5m0s\):$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+RUNNING\s+InstancesRunning: web 1/1 running$`))
 
 		app := appNamed(ctx, org, "web")
 		Expect(app.Spec.DesiredState).To(Equal(cfv1alpha1.StartedState))
 		droplet := app.Spec.CurrentDropletRef.Name
 		Expect(packagedFiles(ctx, app, org)).To(ConsistOf("Staticfile", "index.html"))
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }).Should(MatchRegexp(
-			`(?m)^web\s+%s\s+STARTED\s+%s\s+UpToDate$`, app.Name, droplet))
+			`(?m)^web\s+%s\s+STARTED\s+web:1/1\s+%s\s+UpToDate$`, app.Name, droplet))
+		Expect(cf("logs", "web", "-o", org, "-s", "dev", "--recent")).To(MatchRegexp(
+			`(?m)^\d{4}-\d\d-\d\dT\S+ \[APP/PROC/WEB/0\] staticfile-server: serving \. on \S+:8080$`), "what the instance wrote")
 
 		By("the operator's stack fix: kpack rebases the droplet and cf-hnc moves the app to it")
 		runImage, err := cp.UpgradeRunImage(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() string { return cf("builds", "web", "--org", org, "-s", "dev") }, 2*time.Minute).Should(MatchRegexp(
 			`(?m)^%s-build-2\s+\S+\s+STAGED\s+BuildSucceeded\s+%s\s+STACK\s+sha256:[0-9a-f]{12}\s+current$`, app.Name, droplet))
-		Expect(cf("apps", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^web\s+%s\s+STARTED\s+%s-build-2\s+UpToDate$`, app.Name, app.Name))
+		Expect(cf("apps", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^web\s+%s\s+STARTED\s+web:\d/1\s+%s-build-2\s+UpToDate$`, app.Name, app.Name))
 		Expect(cf("builds", "web", "--org", org, "-s", "dev", "-o", `jsonpath={range .items[*]}{.status.droplet.runImage}{"\n"}{end}`)).
 			To(HaveSuffix("@%s\n", runImage.Digest), "the rebuilt droplet runs on the fixed run image")
 
@@ -97,6 +102,77 @@ var _ = Describe("Pushing with kubectl cf", func() {
 		cf("set-registry", org, "--server", host, "--username", "orgs/"+org, "--password", cp.Kpack().TenantPassword,
 			"--droplet-repository", host+"/orgs/"+org)
 		Eventually(buildReady(ctx, org2GUID(ctx, org), space)).Should(HaveField("Status", metav1.ConditionTrue))
+		// Pushed apps run: none is left running on the node after its spec.
+		DeferCleanup(func(ctx SpecContext) { cliDeleteApps(ctx, space) })
+	})
+
+	It("runs what it pushed with the scale its flags give, and logs, app, scale, stop, start and restart act on it", func(ctx SpecContext) {
+		out := cf("push", "web", "-o", org, "-s", "dev", "-p", appSource(), "-m", "64M", "-k", "256M", "-u", "http", "--endpoint", "/")
+		Expect(out).To(ContainSubstring("Process web: 1 instance, 64M memory, 256M disk; health check http GET /, 60s to start\n"))
+		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+RUNNING\s+InstancesRunning: web 1/1 running$`))
+		app := appNamed(ctx, org, "web")
+		droplet := app.Spec.CurrentDropletRef.Name
+		Expect(cf("apps", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^web\s+%s\s+STARTED\s+web:1/1\s+%s\s+`, app.Name, droplet))
+
+		By("logs: what the instance wrote (a line per health check), and what it writes from now on")
+		Eventually(func() string { return cf("logs", "web", "-o", org, "-s", "dev", "--recent") }).Should(
+			MatchRegexp(`(?m)^\S+ \[APP/PROC/WEB/0\] GET / 200 \d+ `))
+		session := cfSession("logs", "web", "-o", org, "-s", "dev")
+		Eventually(session.Out, time.Minute).Should(gbytes.Say(`(?m)^\S+ \[APP/PROC/WEB/0\] GET / 200 \d+ `))
+		Expect(session.Command.Process.Signal(syscall.SIGINT)).To(Succeed())
+		Eventually(session, 30*time.Second).Should(gexec.Exit(0))
+
+		By("scale -i 2: both instances run")
+		Expect(cf("scale", "web", "-o", org, "-s", "dev", "-i", "2")).To(Equal(`Scaled process web of app "web": 2 instances, 64M memory, 256M disk.` + "\n"))
+		Eventually(func() string { return cf("app", "web", "--org", org, "-s", "dev") }, cliStarting).Should(And(
+			MatchRegexp(`(?m)^instances:\s+2/2$`),
+			MatchRegexp(`(?m)^#0\s+RUNNING\s+-\s+\d+\s+sha256:[0-9a-f]{12}$`),
+			MatchRegexp(`(?m)^#1\s+RUNNING\s+-\s+\d+\s+sha256:[0-9a-f]{12}$`)))
+
+		By("stop: no instance runs; start: they run again")
+		Expect(cf("stop", "web", "-o", org, "-s", "dev")).To(Equal(`App "web" is STOPPED: its instances stop.` + "\n"))
+		Eventually(func() []corev1.Pod { return cliInstancePods(ctx, app) }, cliStarting).Should(BeEmpty())
+		Expect(cf("apps", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^web\s+%s\s+STOPPED\s+web:0/2\s+%s\s+`, app.Name, droplet))
+		Expect(cf("logs", "web", "-o", org, "-s", "dev", "--recent")).To(Equal(`App "web" has no instances: it is STOPPED.` + "\n"))
+		out = cf("start", "web", "-o", org, "-s", "dev")
+		Expect(out).To(HavePrefix("Starting app \"web\" with droplet %s\n", droplet))
+		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+RUNNING\s+\w+: web [12]/2 running`))
+		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }, cliStarting).Should(
+			MatchRegexp(`(?m)^web\s+%s\s+STARTED\s+web:2/2\s+`, app.Name))
+
+		By("restart: every instance is replaced, one at a time")
+		var before []types.UID
+		for _, pod := range cliInstancePods(ctx, app) {
+			before = append(before, pod.UID)
+		}
+		Expect(cf("restart", "web", "-o", org, "-s", "dev")).To(HavePrefix(`Restarting app "web": the instances of web are replaced one at a time.` + "\n"))
+		Eventually(func(g Gomega) {
+			pods := cliInstancePods(ctx, app)
+			g.Expect(pods).To(HaveLen(2))
+			for _, pod := range pods {
+				g.Expect(before).NotTo(ContainElement(pod.UID), "pod %s is a new one", pod.Name)
+			}
+			g.Expect(cf("apps", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^web\s+%s\s+STARTED\s+web:2/2\s+`, app.Name))
+		}, cliStarting).Should(Succeed())
+	})
+
+	It("fails when the app does not run by --wait-timeout, with why and where to read what it wrote; --no-start leaves it stopped", func(ctx SpecContext) {
+		stderr := cfFails("push", "web", "-o", org, "-s", "dev", "-p", sourceDir("Procfile", "web: echo crashing; exit 3\n"), "-m", "64M",
+			"--wait-timeout", "45s")
+		Expect(stderr).To(MatchRegexp(`^Error: app "web" is not running after 45s: process web: Running is False \(\w+\): 0 of 1 instances run the current droplet.*; `+
+			`see what its instances wrote: kubectl cf logs web --recent -o %s -s dev\n$`, org))
+		app := appNamed(ctx, org, "web")
+		Expect(app.Spec.DesiredState).To(Equal(cfv1alpha1.StartedState), "the app stays started with its new droplet")
+		Eventually(func() string { return cf("app", "web", "--org", org, "-s", "dev") }, cliStarting).Should(And(
+			MatchRegexp(`(?m)^running:\s+False \(CrashLoop\): `), MatchRegexp(`(?m)^#0\s+CRASHED\s+CrashLoop\s+\d+\s+sha256:`)))
+		Expect(cf("logs", "web", "-o", org, "-s", "dev", "--recent")).To(MatchRegexp(`(?m)^\S+ \[APP/PROC/WEB/0\] crashing$`))
+
+		By("--no-start: the droplet staged and current, the app stopped")
+		out := cf("push", "web", "-o", org, "-s", "dev", "-p", appSource(), "--no-start")
+		Expect(out).To(MatchRegexp(`(?m)^App "web" is STOPPED with droplet [0-9a-f-]{36}:$`))
+		Expect(out).NotTo(ContainSubstring("Waiting for"))
+		Eventually(func() []corev1.Pod { return cliInstancePods(ctx, app) }, cliStarting).Should(BeEmpty())
+		Expect(cf("apps", "--org", org, "-s", "dev")).To(MatchRegexp(`(?m)^web\s+%s\s+STOPPED\s+web:0/1\s+%s\s+`, app.Name, currentDroplet(ctx, app)()))
 	})
 
 	It("sets the app's buildpacks with -b, finds the app again by its name in any case, and -b default resets them", func(ctx SpecContext) {
@@ -229,6 +305,8 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 		Expect(cf("set-upgrade-policy", org, "Held")).To(Equal(fmt.Sprintf("org %q: the buildpack upgrade policy is Held already\n", org)))
 	})
 
+	AfterAll(func(ctx SpecContext) { cliDeleteApps(ctx, space) })
+
 	It("runs the droplet that a Held buildpack upgrade staged, without staging again", func(ctx SpecContext) {
 		// An app of the procfile buildpack, which the specs upgrade; the static sites of the
 		// other specs stay out of it.
@@ -239,7 +317,7 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }, 2*time.Minute).Should(MatchRegexp(
-			`(?m)^web\s+%s\s+STARTED\s+%s\s+UpgradeHeld\s+%s-build-\d+$`, app.Name, droplet, app.Name))
+			`(?m)^web\s+%s\s+STARTED\s+web:\d/1\s+%s\s+UpgradeHeld\s+%s-build-\d+$`, app.Name, droplet, app.Name))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(app), app)).To(Succeed())
 		held := app.Status.HeldDropletRef.Name
 		Expect(cf("builds", "web", "--org", org, "-s", "dev")).To(MatchRegexp(
@@ -247,11 +325,12 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 		builds := objectsIn(ctx, space)
 
 		out := cf("restage", "web", "-o", org, "-s", "dev")
+		Expect(out).To(MatchRegexp(`(?m)^\s+\d+s\s+RUNNING\s+InstancesRunning: web 1/1 running$`), "restage waits for the app to run")
 		Expect(out).To(HavePrefix(fmt.Sprintf(`App "web" now runs its held droplet %s, which kpack rebuilt from its current package because of BUILDPACK; nothing needed staging.`, held)))
 		Expect(out).To(MatchRegexp(`(?m)^  buildpacks:.*cf-hnc/procfile %s`, regexp.QuoteMeta(upgrade.Version)))
 		Expect(objectsIn(ctx, space)).To(Equal(builds), "no build")
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }).Should(MatchRegexp(
-			`(?m)^web\s+%s\s+STARTED\s+%s\s+UpToDate$`, app.Name, held))
+			`(?m)^web\s+%s\s+STARTED\s+web:\d/1\s+%s\s+UpToDate$`, app.Name, held))
 	})
 
 	It("stages the current package again when no droplet is held", func(ctx SpecContext) {
@@ -441,4 +520,23 @@ func objectsIn(ctx SpecContext, space string) []string {
 func expectNothingIn(ctx SpecContext, space string) {
 	GinkgoHelper()
 	Expect(objectsIn(ctx, space)).To(BeEmpty())
+}
+
+// cliStarting is how long the instances of a pushed app may take to start, stop or be replaced:
+// placing them, pulling the droplet from the local registry and passing their health checks.
+const cliStarting = 2 * time.Minute
+
+// cliInstancePods are the pods of an app's instances, also those being deleted.
+func cliInstancePods(ctx SpecContext, app *cfv1alpha1.CFApp) []corev1.Pod {
+	GinkgoHelper()
+	pods := &corev1.PodList{}
+	Expect(k8s.List(ctx, pods, client.InNamespace(app.Namespace), client.MatchingLabels{cfv1alpha1.AppLabel: app.Name},
+		client.HasLabels{cfv1alpha1.ProcessLabel})).To(Succeed())
+	return pods.Items
+}
+
+// cliDeleteApps deletes the apps of a space, and with them their instances.
+func cliDeleteApps(ctx SpecContext, space string) {
+	GinkgoHelper()
+	Expect(k8s.DeleteAllOf(ctx, &cfv1alpha1.CFApp{}, client.InNamespace(space))).To(Succeed())
 }

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/buildpacks"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
@@ -30,7 +32,7 @@ var _ = Describe("Staging", func() {
 		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
 	})
 
-	It("stages a push with no lifecycle with the default Builder, under the space's repository, with the space's credentials", func(ctx SpecContext) {
+	It("stages a push with no lifecycle with the default Builder, under the space's repository, with the space's credentials, in a bounded build pod without an API token", func(ctx SpecContext) {
 		app := createApp(ctx, space, defaultLifecycle)
 		build := stage(ctx, org, app)
 		Eventually(succeeded(ctx, build)).Should(HaveField("Status", metav1.ConditionTrue))
@@ -54,6 +56,27 @@ var _ = Describe("Staging", func() {
 		Expect(metadata.Buildpacks).To(ConsistOf(HaveField("Key", buildpacks.StaticfileID)))
 		runLayers, _ := splitDroplet(droplet.Registry.Image, org)
 		Expect(runLayers).NotTo(BeEmpty())
+
+		By("the build pod: no API token, the timeout, and the memory and disk limits on every step")
+		kb := &kpackv1alpha2.Build{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: build.Status.KpackBuild}, kb)).To(Succeed())
+		pod := &corev1.Pod{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: kb.Status.PodName}, pod)).To(Succeed())
+		for _, v := range pod.Spec.Volumes {
+			if v.Projected != nil {
+				Expect(v.Projected.Sources).NotTo(ContainElement(HaveField("ServiceAccountToken", Not(BeNil()))),
+					"volume %s: the build ServiceAccount mounts no token", v.Name)
+			}
+		}
+		limits := builders.DefaultBuildLimits() // the manager runs with config/manager's args, which set none
+		Expect(pod.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(limits.Timeout / time.Second)))
+		steps := append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
+		Expect(steps).To(ContainElements(HaveField("Name", kpackv1alpha2.PrepareContainerName), HaveField("Name", kpackv1alpha2.BuildContainerName),
+			HaveField("Name", kpackv1alpha2.ExportContainerName), HaveField("Name", kpackv1alpha2.CompletionContainerName)))
+		for _, step := range steps {
+			Expect(step.Resources.Limits.Memory().Cmp(limits.Memory)).To(BeZero(), "the memory limit of step %s", step.Name)
+			Expect(step.Resources.Limits.StorageEphemeral().Cmp(limits.Disk)).To(BeZero(), "the disk limit of step %s", step.Name)
+		}
 	})
 
 	It("runs the first buildpack of the default Builder's order that detects, as Cloud Foundry does", func(ctx SpecContext) {
@@ -237,12 +260,14 @@ var _ = Describe("Upgrades", Ordered, func() {
 	})
 })
 
+// newApp is a stopped app: only the specs of running apps start theirs, so that the others
+// leave nothing running on the node.
 func newApp(space string, lifecycle cfv1alpha1.LifecycleData) *cfv1alpha1.CFApp {
 	return &cfv1alpha1.CFApp{
 		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
 		Spec: cfv1alpha1.CFAppSpec{
 			DisplayName:  "app",
-			DesiredState: cfv1alpha1.StartedState,
+			DesiredState: cfv1alpha1.StoppedState,
 			Lifecycle:    cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle, Data: lifecycle},
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,6 +108,35 @@ var _ = Describe("A space developer", Ordered, func() {
 		}
 		Expect(dev.Create(ctx, binding)).To(BeForbidden())
 		Expect(dev.Create(ctx, newSpaceObject(orgA, "mine"))).To(BeForbidden())
+	})
+
+	It("scales its apps' processes, but runs no workload of its own and reaches no other space's processes", func(ctx SpecContext) {
+		app := newApp(spaceA, defaultLifecycle)
+		Expect(dev.Create(ctx, app)).To(Succeed())
+		web := webProcess(ctx, app)
+		Expect(dev.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
+		web.Spec.Instances = 2
+		Expect(dev.Update(ctx, web)).To(Succeed(), "scaling is the space developer's")
+
+		workload := func(name string) (*appsv1.StatefulSet, *corev1.Pod) {
+			labels := map[string]string{"app": name}
+			pod := corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "evil.example/miner"}}}
+			return &appsv1.StatefulSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: spaceA, Name: name},
+				Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod}},
+			}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: spaceA, Name: name, Labels: labels}, Spec: pod}
+		}
+		statefulSet, pod := workload("mine")
+		Expect(dev.Create(ctx, statefulSet)).To(BeForbidden(), "instances run only from droplets, through cf-hnc")
+		Expect(dev.Create(ctx, pod)).To(BeForbidden())
+
+		other := newApp(spaceB, defaultLifecycle)
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		otherWeb := webProcess(ctx, other)
+		Expect(dev.Get(ctx, client.ObjectKeyFromObject(otherWeb), &cfv1alpha1.CFProcess{})).To(BeForbidden())
+		otherWeb.Spec.Instances = 0
+		Expect(dev.Update(ctx, otherWeb)).To(BeForbidden())
 	})
 
 	It("cannot pose a build as a rebuild to move an app past the org's Held policy", func(ctx SpecContext) {
@@ -255,5 +285,17 @@ var _ = Describe("cf-hnc's manager", func() {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "planted"}}
 		Expect(manager.Create(ctx, secret)).To(HaveOccurred())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(BeNotFound())
+		workload := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "planted"},
+			Spec: appsv1.StatefulSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "planted"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "planted"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "planted", Image: "planted"}}},
+				},
+			},
+		}
+		Expect(manager.Create(ctx, workload)).To(And(BeForbidden(), MatchError(ContainSubstring("cf-hnc writes only in the CF tree"))),
+			"its ClusterRole lets it create the StatefulSets that run apps")
 	})
 })

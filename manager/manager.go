@@ -5,6 +5,7 @@ package manager
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +19,7 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/metrics"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
+	"code.cloudfoundry.org/cf-hnc/processes"
 	"code.cloudfoundry.org/cf-hnc/propagation"
 )
 
@@ -35,6 +37,9 @@ type Config struct {
 	// MaxConcurrentRebuilds is how many rebuild pods (kpack's and cf-hnc's own rebases) run at
 	// once across the foundation; below 1, all at once.
 	MaxConcurrentRebuilds int
+	// BuildLimits bound every build pod that staging starts: its timeout, and each step's
+	// memory and disk. A zero field takes its default (builders.DefaultBuildLimits).
+	BuildLimits builders.BuildLimits
 	// CertRotation, if set, makes and rotates the webhook serving certificate in the cluster;
 	// the webhook server must have been made with its WebhookOptions. Nil: the certificate
 	// comes from elsewhere (cert-manager, the tests' own).
@@ -44,9 +49,10 @@ type Config struct {
 // Options returns manager options with cf-hnc's scheme and cache, for the tree under root:
 // only the namespaces of that tree and the anchors cf-hnc made are cached, not every one of a
 // cluster that HNC may share with other tenants; only build-config Secrets and
-// ServiceAccounts, not every Secret of the cluster; only kpack's build pods, and only what the
-// rollout reads of them; no managed fields but those of the Secrets and ServiceAccounts an
-// operator placed, and no copy of kubectl's last-applied configuration on those.
+// ServiceAccounts, not every Secret of the cluster; only the pods and StatefulSets of apps
+// (kpack's build pods, the instances), and only what is read of the pods; no managed fields
+// but those of the Secrets and ServiceAccounts an operator placed, and no copy of kubectl's
+// last-applied configuration on those.
 // The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
 // benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
 func Options(root string) (ctrl.Options, error) {
@@ -66,10 +72,20 @@ func Options(root string) (ctrl.Options, error) {
 				&hncv1alpha2.SubnamespaceAnchor{}: {Label: orgspace.AnchorSelector},
 				&corev1.Secret{}:                  {Label: buildconfig.Selector, Transform: trimBuildConfig},
 				&corev1.ServiceAccount{}:          {Label: buildconfig.Selector, Transform: trimBuildConfig},
-				&corev1.Pod{}:                     {Label: builders.BuildPodSelector, Transform: builders.TrimBuildPod},
+				&corev1.Pod{}:                     {Label: processes.AppSelector, Transform: trimAppPod},
+				&appsv1.StatefulSet{}:             {Label: processes.AppSelector},
 			},
 		},
 	}, nil
+}
+
+// trimAppPod keeps of a cached pod of an app what is read of it: of a build pod what the
+// rollout and the build reconciler read, of an instance's pod what its process's status reads.
+func trimAppPod(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && processes.IsInstance(pod) {
+		return processes.TrimInstancePod(pod), nil
+	}
+	return builders.TrimBuildPod(obj)
 }
 
 // trimBuildConfig drops from a cached Secret or ServiceAccount what nothing reads: kubectl's
@@ -111,7 +127,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := builders.NewDefaultBuilderReconciler(c, mgr.GetAPIReader(), cfg.RootNamespace, cfg.BuilderNamespace).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := builders.NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}, cfg.Concurrency).SetupWithManager(mgr); err != nil {
+	if err := builders.NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}, cfg.Concurrency).WithLimits(cfg.BuildLimits).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := builders.NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr); err != nil {
@@ -121,6 +137,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		return err
 	}
 	if err := builders.NewRolloutReconciler(c, cfg.MaxConcurrentRebuilds).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := processes.NewProcessReconciler(c, mgr.GetEventRecorder("cf-hnc-process")).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

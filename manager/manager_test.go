@@ -110,7 +110,7 @@ var _ = Describe("The manager's cache", func() {
 		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(tenantsAnchor), &hncv1alpha2.SubnamespaceAnchor{}))).To(BeTrue(), "an anchor cf-hnc did not make is not cached")
 	})
 
-	It("keeps of kpack's build pods what the rollout reads, and no other pod", func(ctx SpecContext) {
+	It("keeps of an app's build and instance pods what is read of them, and no other pod", func(ctx SpecContext) {
 		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"}}))).To(Succeed())
 		pod := func(name string, podLabels map[string]string) *corev1.Pod {
 			return &corev1.Pod{
@@ -118,14 +118,18 @@ var _ = Describe("The manager's cache", func() {
 					Annotations: map[string]string{builders.PacedAnnotation: "true", kpackv1alpha2.BuildReasonAnnotation: "STACK"}},
 				Spec: corev1.PodSpec{
 					SchedulingGates: []corev1.PodSchedulingGate{{Name: builders.RolloutGate}},
-					Containers: []corev1.Container{{Name: "completion", Image: "lifecycle",
+					Containers: []corev1.Container{{Name: "app", Image: "droplet",
 						Env: []corev1.EnvVar{{Name: "CNB_PLATFORM_API", Value: "0.13"}}}},
 				},
 			}
 		}
-		build := pod("build", map[string]string{kpackv1alpha2.BuildLabel: "build"})
+		// kpack copies the Image's labels, the app's among them, onto its build pods.
+		build := pod("build", map[string]string{kpackv1alpha2.BuildLabel: "build", cfv1alpha1.AppLabel: "app"})
+		instance := pod("app-web-0", map[string]string{cfv1alpha1.AppLabel: "app", cfv1alpha1.ProcessLabel: "app-web"})
+		instance.Spec.SchedulingGates = nil
+		otherTenantsBuild := pod("other-build", map[string]string{kpackv1alpha2.BuildLabel: "other"})
 		other := pod("other", nil)
-		for _, obj := range []client.Object{other, build} {
+		for _, obj := range []client.Object{other, otherTenantsBuild, build, instance} {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
 		}
 
@@ -135,6 +139,13 @@ var _ = Describe("The manager's cache", func() {
 		Expect(held.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: builders.RolloutGate}))
 		Expect(held.Annotations).To(HaveKeyWithValue(kpackv1alpha2.BuildReasonAnnotation, "STACK"))
 		Expect(held.Status.Phase).To(Equal(corev1.PodPending))
-		Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Pod{}))).To(BeTrue(), "a pod of no Build is not cached")
+
+		heldInstance := cachedAs(ctx, instance).(*corev1.Pod)
+		Expect(heldInstance.Spec.Containers).To(ConsistOf(corev1.Container{Name: "app", Image: "droplet"}), "the image it runs, not its environment")
+		Expect(heldInstance.ManagedFields).To(BeEmpty())
+
+		for _, obj := range []client.Object{otherTenantsBuild, other} {
+			Expect(apierrors.IsNotFound(cached.Get(ctx, client.ObjectKeyFromObject(obj), &corev1.Pod{}))).To(BeTrue(), "a pod of no app is not cached: %s", obj.GetName())
+		}
 	})
 })

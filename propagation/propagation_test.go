@@ -27,7 +27,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 		org = createOrg(ctx)
 	})
 
-	It("reaches spaces created before and after, and the build ServiceAccount lists the credentials", func(ctx SpecContext) {
+	It("reaches spaces created before and after, and the build ServiceAccount lists the credentials and mounts no API token", func(ctx SpecContext) {
 		before := createSpace(ctx, org)
 		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
 		placeServiceAccount(ctx, org, "build")
@@ -44,6 +44,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "build"}, sa)).To(Succeed())
 			Expect(sa.Secrets).To(ConsistOf(corev1.ObjectReference{Name: "registry"}))
 			Expect(sa.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "registry"}))
+			Expect(sa.AutomountServiceAccountToken).To(HaveValue(BeFalse()), "kpack's build pods run as it and never call the apiserver")
 		}
 		// Without kpack, no Builder is placed: that is the one thing the spaces miss.
 		Expect(buildReady(ctx, org, after)()).To(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
@@ -286,6 +287,7 @@ var _ = Describe("Build configuration placed once per org", func() {
 			return sa.ImagePullSecrets
 		}
 		Eventually(pullSecrets).Should(Equal([]corev1.LocalObjectReference{{Name: "operators-mirror"}, {Name: "registry"}}))
+		Expect(sa.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 
 		By("a credential that stops winning goes; the operator's entry stays")
 		placeRegistry(ctx, org, "another", "other.local", "")
@@ -293,9 +295,24 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Expect(k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "another"}})).To(Succeed())
 		Eventually(pullSecrets).Should(Equal([]corev1.LocalObjectReference{{Name: "operators-mirror"}, {Name: "registry"}}))
 
-		By("without the label, cf-hnc's entries go and the operator's stay")
+		By("without the label, cf-hnc's entries go and the operator's stay; so does the token it kept out")
 		testenv.Update(ctx, k8s, sa, func() { delete(sa.Labels, cfv1alpha1.BuildConfigLabel) })
 		Eventually(pullSecrets).Should(Equal([]corev1.LocalObjectReference{{Name: "operators-mirror"}}))
+		Expect(sa.AutomountServiceAccountToken).To(BeNil())
+	})
+
+	It("gives a ServiceAccount its API token back when it stops being a build ServiceAccount, also one that listed nothing", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		placeServiceAccount(ctx, space, "build") // the space's own; no credentials to list anywhere
+		sa := &corev1.ServiceAccount{}
+		automount := func() *bool {
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "build"}, sa)).To(Succeed())
+			return sa.AutomountServiceAccountToken
+		}
+		Eventually(automount).Should(HaveValue(BeFalse()))
+
+		testenv.Update(ctx, k8s, sa, func() { delete(sa.Labels, cfv1alpha1.BuildConfigLabel) })
+		Eventually(automount).Should(BeNil())
 	})
 
 	It("says which object of a space stops HNC propagating the org's, and does not retry it in a loop", func(ctx SpecContext) {

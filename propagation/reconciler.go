@@ -5,8 +5,9 @@
 // workloads.cloudfoundry.org/build-config=true. The Reconciler marks those in the root and org
 // namespaces for HNC, which runs in AllowPropagate mode for these kinds (config/hnc) and copies
 // them into every space, and keeps every labelled ServiceAccount listing the credentials that
-// win in its namespace. It marks nothing in a space, which has nothing below it. Default
-// Builders are not propagated: the builders package makes one ClusterBuilder of each.
+// win in its namespace, and mounting no API token into kpack's build pods, which run as it.
+// It marks nothing in a space, which has nothing below it. Default Builders are not
+// propagated: the builders package makes one ClusterBuilder of each.
 package propagation
 
 import (
@@ -139,19 +140,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // intent is what cf-hnc wants on an object: what it marks and, on a build ServiceAccount, the
-// credentials listed. It is applied whole: what an earlier intent set and this one leaves out
-// is withdrawn.
+// credentials listed and no API token. It is applied whole: what an earlier intent set and
+// this one leaves out is withdrawn.
 type intent struct {
 	obj              *unstructured.Unstructured
 	annotations      map[string]string
 	secrets          []string
 	imagePullSecrets []string
+	// noToken sets automountServiceAccountToken false: kpack's build pods run as the build
+	// ServiceAccount and never call the apiserver (kpack's controller reads the
+	// ServiceAccount's credentials and mounts them into the pod), so a token in them would
+	// only hand the build's code, a tenant's, the ServiceAccount's rights. HNC copies the
+	// field into every space with the ServiceAccount.
+	noToken bool
 }
 
 // plan computes the intent for an object: a build-config Secret or ServiceAccount in the root
 // or an org namespace is marked for propagation to every space below, unless HNC refused it
 // (blocked); a build ServiceAccount lists the winning credentials, beside the operator's own
-// pull secrets; anything else gets nothing.
+// pull secrets, and mounts no token; anything else gets nothing.
 func (r *Reconciler) plan(obj client.Object, ns *corev1.Namespace, credentials []string, blocked string) intent {
 	want := intent{obj: &unstructured.Unstructured{}, annotations: map[string]string{}}
 	want.obj.SetGroupVersionKind(r.kind)
@@ -175,6 +182,7 @@ func (r *Reconciler) plan(obj client.Object, ns *corev1.Namespace, credentials [
 	if isServiceAccount {
 		want.secrets = credentials
 		want.annotations[managedPullSecretsAnnotation] = strings.Join(credentials, ",")
+		want.noToken = true
 	}
 	return want
 }
@@ -216,6 +224,13 @@ func (r *Reconciler) needsApply(obj client.Object, want intent) bool {
 	if !ok {
 		return false
 	}
+	if want.noToken {
+		if mounts := sa.AutomountServiceAccountToken; mounts == nil || *mounts {
+			return true
+		}
+	} else if sa.AutomountServiceAccountToken != nil && r.applied(obj, automountField) {
+		return true
+	}
 	var pull, listed []string
 	for _, ref := range sa.ImagePullSecrets {
 		pull = append(pull, ref.Name)
@@ -228,9 +243,22 @@ func (r *Reconciler) needsApply(obj client.Object, want intent) bool {
 
 // setBefore says whether cf-hnc has applied anything to the object.
 func (r *Reconciler) setBefore(obj client.Object) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), isOwnApply)
+}
+
+// automountField is automountServiceAccountToken as managed fields name it.
+const automountField = `"f:automountServiceAccountToken"`
+
+// applied says whether cf-hnc's apply holds a top-level field of the object (named as managed
+// fields name it), which it then withdraws when it no longer wants it.
+func (r *Reconciler) applied(obj client.Object, field string) bool {
 	return slices.ContainsFunc(obj.GetManagedFields(), func(f metav1.ManagedFieldsEntry) bool {
-		return f.Manager == string(fieldOwner) && f.Operation == metav1.ManagedFieldsOperationApply
+		return isOwnApply(f) && f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), field)
 	})
+}
+
+func isOwnApply(f metav1.ManagedFieldsEntry) bool {
+	return f.Manager == string(fieldOwner) && f.Operation == metav1.ManagedFieldsOperationApply
 }
 
 func (r *Reconciler) apply(ctx context.Context, want intent) error {
@@ -242,6 +270,9 @@ func (r *Reconciler) apply(ctx context.Context, want intent) error {
 	}
 	if len(want.imagePullSecrets) > 0 {
 		want.obj.Object["imagePullSecrets"] = references(want.imagePullSecrets)
+	}
+	if want.noToken {
+		want.obj.Object["automountServiceAccountToken"] = false
 	}
 	log.FromContext(ctx).Info("applying the propagation intent", "annotations", want.annotations, "credentials", want.secrets)
 	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(want.obj), fieldOwner, client.ForceOwnership)

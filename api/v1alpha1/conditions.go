@@ -14,6 +14,9 @@ const (
 	// (or kpack rebuilds it); False while a droplet waits for a restage, a rebuild failed, or
 	// no stack fix can reach the app.
 	DropletCurrentCondition = "DropletCurrent"
+	// RunningCondition on CFProcess: every desired instance runs the app's current droplet
+	// and passes its health check (also when none is desired: a stopped app runs nothing).
+	RunningCondition = "Running"
 )
 
 // Reasons of the Ready condition of orgs and spaces.
@@ -80,6 +83,30 @@ const (
 	// droplet it runs any more (its Builder moved to another stack), so no stack fix can reach
 	// it; a restage moves it to the stack its Builder gives now.
 	NoRunImageReason = "NoRunImage"
+)
+
+// Reasons of the Running condition of CFProcesses and of the instances they list. When
+// instances differ, the condition gives the first reason of this list that one has.
+const (
+	// InstancesRunningReason: every desired instance runs (or none is desired).
+	InstancesRunningReason = "InstancesRunning"
+	// AppStoppedReason: the app is stopped, and no instance runs.
+	AppStoppedReason = "AppStopped"
+	// NoDropletToRunReason: the app is started, but has no staged droplet to run yet.
+	NoDropletToRunReason = "NoDroplet"
+	// ImagePullFailedReason: the node cannot pull the droplet (gone from the registry, or its
+	// pull credentials refused).
+	ImagePullFailedReason = "ImagePullFailed"
+	// OutOfMemoryReason: the instance used more memory than its limit and was killed.
+	OutOfMemoryReason = "OutOfMemory"
+	// CrashLoopReason: the instance exits, or fails its health check, again and again; the
+	// platform restarts it with a growing delay.
+	CrashLoopReason = "CrashLoop"
+	// UnschedulableReason: no node has room for the instance (memory, disk) or the space's
+	// quota refuses it.
+	UnschedulableReason = "Unschedulable"
+	// StartingReason: instances are being placed, pulled, started or rolled to a new droplet.
+	StartingReason = "Starting"
 )
 
 // Reasons of events that no condition carries.

@@ -169,3 +169,23 @@ func IsReservedName(name string) bool {
 // OwnedBuildMetadata are the label and annotation keys of a CFBuild that only cf-hnc sets: they
 // make a CFBuild a rebuild, which may move an app past its org's upgrade policy.
 var OwnedBuildMetadata = []string{RebuildOfLabel, KpackBuildLabel, KpackBuildNumberLabel, RebuildReasonAnnotation}
+
+// maxProcessName is the longest CFProcess name: its instances' pods are named after it, and a
+// StatefulSet's revision label, "<name>-<10 characters>", must be a label value.
+const maxProcessName = 52
+
+// WebProcessType is the process type that every app has, which routes reach.
+const WebProcessType = "web"
+
+// ProcessName is the name of the CFProcess of an app's process type: "<app>-<type>", or, for
+// an app GUID too long for that, a prefix of it and a hash of the whole GUID.
+func ProcessName(appGUID, processType string) string {
+	name := appGUID + "-" + processType
+	if len(name) <= maxProcessName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(appGUID))
+	hash := hex.EncodeToString(sum[:4])
+	prefix := strings.TrimRight(appGUID[:maxProcessName-len(processType)-len(hash)-2], "-")
+	return prefix + "-" + hash + "-" + processType
+}

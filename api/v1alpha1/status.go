@@ -40,3 +40,12 @@ func (b *CFBuild) SetConditions(c []metav1.Condition) { b.Status.Conditions = c 
 
 // SetObservedGeneration records the generation the build's status describes.
 func (b *CFBuild) SetObservedGeneration(g int64) { b.Status.ObservedGeneration = g }
+
+// GetConditions returns the process's conditions.
+func (p *CFProcess) GetConditions() []metav1.Condition { return p.Status.Conditions }
+
+// SetConditions replaces the process's conditions.
+func (p *CFProcess) SetConditions(c []metav1.Condition) { p.Status.Conditions = c }
+
+// SetObservedGeneration records the generation the process's status describes.
+func (p *CFProcess) SetObservedGeneration(g int64) { p.Status.ObservedGeneration = g }

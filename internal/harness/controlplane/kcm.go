@@ -13,8 +13,9 @@ import (
 // startControllerManager runs the kube-controller-manager controllers that a cluster without
 // nodes still needs: namespace (finishes deleting namespaces, which HNC's cascading deletion
 // waits for), garbagecollector (owned objects), serviceaccount (each namespace's default
-// ServiceAccount) and clusterrole-aggregation (fills the built-in admin, edit and view roles,
-// and cf-hnc's aggregated CF roles).
+// ServiceAccount), clusterrole-aggregation (fills the built-in admin, edit and view roles,
+// and cf-hnc's aggregated CF roles) and statefulset (makes the pods of app instances, which a
+// node then runs; without one they stay pending, and the suites without a node see that).
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	binary, err := cp.paths.binary("kube-controller-manager")
 	if err != nil {
@@ -31,7 +32,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 	}
-	controllers := "namespace,garbagecollector,serviceaccount,clusterrole-aggregation"
+	controllers := "namespace,garbagecollector,serviceaccount,clusterrole-aggregation,statefulset"
 	if cp.opts.Node {
 		// With a node: its lifecycle (else it keeps its not-ready taint), the garbage
 		// collection of pods of a gone node, and each namespace's kube-root-ca.crt, which every

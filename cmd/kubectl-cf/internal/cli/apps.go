@@ -18,8 +18,9 @@ func newAppsCommand(s *session) *cobra.Command {
 	output := newListOutput()
 	cmd := &cobra.Command{
 		Use:   "apps --org ORG -s SPACE [-o json|yaml|...]",
-		Short: "List the apps of a space: state, droplet, whether it is current, and a held droplet",
-		Long: "List the apps of a space sorted by name, with the droplet each runs (the CFBuild that staged it), " +
+		Short: "List the apps of a space: state, instances, droplet, whether it is current, and a held droplet",
+		Long: "List the apps of a space sorted by name, with their instances as the cf CLI shows them (web:1/2: per process, " +
+			"web first, how many instances run of how many the process should have), the droplet each runs (the CFBuild that staged it), " +
 			"the reason of its DropletCurrent condition (UpToDate; Rebuilding while kpack rebuilds it; RebuildFailed; " +
 			"UpgradeHeld when the org's policy holds a rebuilt droplet for a restage) and the held droplet. " +
 			"-o prints the CFApps instead (json, yaml, name, jsonpath, go-template).",
@@ -41,7 +42,11 @@ func newAppsCommand(s *session) *cobra.Command {
 				return fmt.Errorf("listing the apps of %s: %w", t, err)
 			}
 			slices.SortFunc(apps.Items, byAppName)
-			return output.print(cmd.OutOrStdout(), apps, func() [][]string { return appRows(apps.Items) })
+			processes := &cfv1alpha1.CFProcessList{}
+			if err := c.List(cmd.Context(), processes, client.InNamespace(t.space.Name)); err != nil {
+				return fmt.Errorf("listing the processes of %s: %w", t, err)
+			}
+			return output.print(cmd.OutOrStdout(), apps, func() [][]string { return appRows(apps.Items, processes.Items) })
 		},
 	}
 	target.addFlags(cmd, s, false)
@@ -54,9 +59,9 @@ func byAppName(a, b cfv1alpha1.CFApp) int {
 	return cmp.Or(cmp.Compare(strings.ToLower(a.Spec.DisplayName), strings.ToLower(b.Spec.DisplayName)), cmp.Compare(a.Name, b.Name))
 }
 
-// appRows lays out apps as a table.
-func appRows(apps []cfv1alpha1.CFApp) [][]string {
-	rows := [][]string{{"NAME", "GUID", "STATE", "DROPLET", "DROPLET STATUS", "HELD DROPLET"}}
+// appRows lays out apps as a table, with their instances from processes (of any apps).
+func appRows(apps []cfv1alpha1.CFApp, processes []cfv1alpha1.CFProcess) [][]string {
+	rows := [][]string{{"NAME", "GUID", "STATE", "INSTANCES", "DROPLET", "DROPLET STATUS", "HELD DROPLET"}}
 	for _, app := range apps {
 		status := "Unknown"
 		if c := meta.FindStatusCondition(app.Status.Conditions, cfv1alpha1.DropletCurrentCondition); c != nil {
@@ -67,9 +72,19 @@ func appRows(apps []cfv1alpha1.CFApp) [][]string {
 			held = app.Status.HeldDropletRef.Name
 		}
 		rows = append(rows, []string{app.Spec.DisplayName, app.Name, string(app.Spec.DesiredState),
-			orNone(app.Spec.CurrentDropletRef.Name), status, held})
+			instancesCell(processesOf(processes, app.Name)), orNone(app.Spec.CurrentDropletRef.Name), status, held})
 	}
 	return rows
+}
+
+// instancesCell is the instances of an app's processes as the cf CLI lists them: for each
+// process, web first, how many instances run of how many it should have: "web:1/2,worker:0/1".
+func instancesCell(processes []cfv1alpha1.CFProcess) string {
+	cells := make([]string, len(processes))
+	for i, p := range processes {
+		cells[i] = fmt.Sprintf("%s:%d/%d", p.Spec.ProcessType, p.Status.RunningInstances, p.Spec.Instances)
+	}
+	return orNone(strings.Join(cells, ","))
 }
 
 // orNone is a value in a table cell, or "-" for none.

@@ -33,16 +33,6 @@ var _ = Describe("apps and builds", func() {
 		Eventually(func() string { return dropletStatus(ctx, worker) }).Should(Equal(cfv1alpha1.NoDropletReason))
 	})
 
-	It("lists a space's apps by name, with state, droplet and droplet status", func(ctx SpecContext) {
-		out, err := kubectlCF(ctx, "apps", "--org", org, "-s", "dev")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(lines(out)).To(Equal([]string{
-			"NAME GUID STATE DROPLET DROPLET STATUS HELD DROPLET",
-			"Web " + web.Name + " STOPPED - NoDroplet",
-			"worker " + worker.Name + " STOPPED - NoDroplet",
-		}))
-	})
-
 	It("prints the CFApps with -o, as kubectl does", func(ctx SpecContext) {
 		out, err := kubectlCF(ctx, "apps", "--org", org, "-s", "dev", "-o", "yaml")
 		Expect(err).NotTo(HaveOccurred())

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,9 +17,8 @@ import (
 )
 
 func newBuildsCommand(s *session) *cobra.Command {
-	var target targetFlags
 	output := newListOutput()
-	cmd := &cobra.Command{
+	cmd := appCommand(s, &cobra.Command{
 		Use:   "builds APP --org ORG -s SPACE [-o json|yaml|...]",
 		Short: "List an app's builds: state and reason, rebuild lineage and kpack's reasons, droplets",
 		Long: "List the builds (CFBuilds) of an app, oldest first: the ones pushes and restages made, and the rebuilds " +
@@ -26,34 +26,16 @@ func newBuildsCommand(s *session) *cobra.Command {
 			"(REBUILD OF, the first of its lineage) and kpack's reasons (STACK for a new run image, BUILDPACK, " +
 			"LIFECYCLE). RUNS marks the droplet the app runs (current) and the one held for a restage (held). " +
 			"-o prints the CFBuilds instead (json, yaml, name, jsonpath, go-template).",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: s.completeApps(&target),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := output.check(); err != nil {
-				return err
-			}
-			c, err := s.client()
-			if err != nil {
-				return err
-			}
-			t, err := target.resolve(cmd.Context(), s, c)
-			if err != nil {
-				return err
-			}
-			app, err := findApp(cmd.Context(), c, t, args[0])
-			if err != nil {
-				return err
-			}
-			builds := &cfv1alpha1.CFBuildList{}
-			if err := c.List(cmd.Context(), builds, client.InNamespace(t.space.Name)); err != nil {
-				return fmt.Errorf("listing the builds of %s: %w", t, err)
-			}
-			builds.Items = slices.DeleteFunc(builds.Items, func(b cfv1alpha1.CFBuild) bool { return b.Spec.AppRef.Name != app.Name })
-			slices.SortFunc(builds.Items, byCreation)
-			return output.print(cmd.OutOrStdout(), builds, func() [][]string { return buildRows(builds.Items, app, time.Now()) })
-		},
-	}
-	target.addFlags(cmd, s, false)
+		PreRunE: func(*cobra.Command, []string) error { return output.check() },
+	}, false, func(ctx context.Context, a *appContext) error {
+		builds := &cfv1alpha1.CFBuildList{}
+		if err := a.c.List(ctx, builds, client.InNamespace(a.target.space.Name)); err != nil {
+			return fmt.Errorf("listing the builds of %s: %w", a.target, err)
+		}
+		builds.Items = slices.DeleteFunc(builds.Items, func(b cfv1alpha1.CFBuild) bool { return b.Spec.AppRef.Name != a.app.Name })
+		slices.SortFunc(builds.Items, byCreation)
+		return output.print(a.out, builds, func() [][]string { return buildRows(builds.Items, a.app, time.Now()) })
+	})
 	output.addFlags(cmd)
 	return cmd
 }

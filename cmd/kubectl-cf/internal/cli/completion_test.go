@@ -47,6 +47,12 @@ var _ = Describe("shell completion", func() {
 		Expect(complete(ctx, "apps", "--org", org, "--space", "")).To(Equal([]string{"dev", "DevTest", "prod"}))
 		Expect(complete(ctx, "builds", "--org", org, "-s", "dev", "")).To(Equal([]string{"web", "worker"}))
 		Expect(complete(ctx, "restage", "-o", org, "-s", "dev", "wo")).To(Equal([]string{"worker"}))
+		for _, command := range []string{"start", "stop", "restart", "scale", "logs"} {
+			Expect(complete(ctx, command, "-o", org, "-s", "dev", "W")).To(Equal([]string{"web", "worker"}), command)
+		}
+		Expect(complete(ctx, "app", "--org", org, "-s", "dev", "we")).To(Equal([]string{"web"}))
+		Expect(complete(ctx, "push", "-u", "")).To(Equal([]string{"http", "port", "process"}))
+		Expect(complete(ctx, "app", "-o", "j")).To(Equal([]string{"json", "jsonpath", "jsonpath-as-json", "jsonpath-file"}))
 		Expect(complete(ctx, "set-upgrade-policy", org, "")).To(Equal([]string{"Automatic", "Held"}))
 		Expect(complete(ctx, "apps", "-o", "y")).To(Equal([]string{"yaml"}))
 	})

@@ -22,7 +22,8 @@ import (
 const cleanupTimeout = 30 * time.Second
 
 // deployment stages a package of an app, as push and restage do, and makes the app run the
-// droplet: it creates the CFBuild, follows it, and sets the app's current droplet.
+// droplet: it creates the CFBuild, follows it, sets the app's current droplet and waits until
+// the app runs it.
 type deployment struct {
 	s       *session
 	c       client.Client
@@ -34,6 +35,14 @@ type deployment struct {
 	// first: if the build does not finish, they are deleted with it, so that nothing is left
 	// for a retry to trip over.
 	created []client.Object
+	// process is what push's flags change of the web process, once the droplet staged.
+	process processChange
+	// state is the app's state once the droplet staged: STARTED, or STOPPED for push --no-start.
+	state cfv1alpha1.DesiredState
+	// waitTimeout is how long to wait for a started app to run; hint shows what its
+	// instances wrote.
+	waitTimeout time.Duration
+	hint        string
 }
 
 // stagingTimeoutFlag adds --timeout, how long push and restage wait for staging.
@@ -89,25 +98,33 @@ func (d *deployment) run(ctx context.Context) error {
 }
 
 // runDroplet sets the app's current droplet and starts it, as the CF API's push does once the
-// droplet is staged, and shows the droplet.
+// droplet is staged (with what push's flags change of its web process first), shows the droplet,
+// and waits until the app runs it.
 func (d *deployment) runDroplet(ctx context.Context, build *cfv1alpha1.CFBuild) error {
-	if err := setDroplet(ctx, d.c, d.app, build.Name); err != nil {
+	if !d.process.empty() {
+		p, _, err := applyProcess(ctx, d.c, d.app, cfv1alpha1.WebProcessType, d.process)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "Process web: %s; health check %s\n", describeScale(p.Spec), describeHealthCheck(p.Spec.HealthCheck))
+	}
+	if err := setDroplet(ctx, d.c, d.app, build.Name, d.state); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "App %q is %s with droplet %s:\n", d.app.Spec.DisplayName, d.app.Spec.DesiredState, build.Name)
 	printDroplet(d.out, build)
-	return nil
+	if d.state != cfv1alpha1.StartedState {
+		return nil
+	}
+	return waitRunning(ctx, d.c, d.out, d.app, build, d.waitTimeout, d.hint)
 }
 
-// setDroplet makes the app run a droplet: its current droplet, and started.
-func setDroplet(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, build string) error {
-	patch := client.MergeFrom(app.DeepCopy())
-	app.Spec.CurrentDropletRef.Name = build
-	app.Spec.DesiredState = cfv1alpha1.StartedState
-	if err := c.Patch(ctx, app, patch); err != nil {
-		return fmt.Errorf("setting the droplet of app %q: %w", app.Spec.DisplayName, rejected(err))
-	}
-	return nil
+// setDroplet makes a droplet the app's current one, and the app started or stopped.
+func setDroplet(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, build string, state cfv1alpha1.DesiredState) error {
+	return patchApp(ctx, c, app, func(spec *cfv1alpha1.CFAppSpec) {
+		spec.CurrentDropletRef.Name = build
+		spec.DesiredState = state
+	})
 }
 
 // abandon deletes what the command created for a build that did not finish (the build first,

@@ -9,11 +9,11 @@ import (
 	"golang.org/x/term"
 )
 
-// display shows the progress of a build: on a terminal a spinner line with the elapsed time
+// display shows the progress of a build or of an app starting: on a terminal a spinner line with the elapsed time
 // under a line per change, elsewhere (a pipe, a file, a CI log) only the lines.
 type display interface {
-	// show is called at every poll with the build's progress.
-	show(elapsed time.Duration, p stagingProgress)
+	// show is called at every poll with the progress.
+	show(elapsed time.Duration, p progress)
 	// finish ends the display.
 	finish()
 }
@@ -32,7 +32,7 @@ type lines struct {
 	last string
 }
 
-func (l *lines) show(elapsed time.Duration, p stagingProgress) {
+func (l *lines) show(elapsed time.Duration, p progress) {
 	if text := p.String(); text != l.last {
 		l.last = text
 		fmt.Fprintf(l.out, "%6s  %s\n", seconds(elapsed), text)
@@ -51,7 +51,7 @@ type spinner struct {
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-func (s *spinner) show(elapsed time.Duration, p stagingProgress) {
+func (s *spinner) show(elapsed time.Duration, p progress) {
 	s.clear()
 	s.lines.show(elapsed, p)
 	if p.finished {

@@ -10,9 +10,9 @@ import (
 )
 
 var _ = Describe("showing a build's progress", func() {
-	queued := stagingProgress{state: stagingState, reason: "Queued", detail: "waiting for build b"}
-	running := stagingProgress{state: stagingState, reason: "BuildRunning", detail: "kpack build a-build-1, step 3/6 (detect)"}
-	staged := stagingProgress{state: stagedState, reason: "BuildSucceeded", detail: "droplet r/a@sha256:1", finished: true}
+	queued := progress{state: stagingState, reason: "Queued", detail: "waiting for build b"}
+	running := progress{state: stagingState, reason: "BuildRunning", detail: "kpack build a-build-1, step 3/6 (detect)"}
+	staged := progress{state: stagedState, reason: "BuildSucceeded", detail: "droplet r/a@sha256:1", finished: true}
 
 	It("prints a line per change where the output is not a terminal", func() {
 		var out bytes.Buffer

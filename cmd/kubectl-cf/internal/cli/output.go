@@ -150,8 +150,13 @@ func (o *listOutput) table() bool {
 
 // print writes the list with the printer asked for, or else the rows of table.
 func (o *listOutput) print(out io.Writer, list client.ObjectList, table func() [][]string) error {
+	return o.printOr(out, list, func(out io.Writer) error { return writeTable(out, table()) })
+}
+
+// printOr writes the list with the printer asked for, or else as write does.
+func (o *listOutput) printOr(out io.Writer, list client.ObjectList, write func(io.Writer) error) error {
 	if o.table() {
-		return writeTable(out, table())
+		return write(out)
 	}
 	printer, err := o.flags.ToPrinter()
 	if err != nil {

@@ -20,40 +20,63 @@ import (
 
 // pushOptions are the flags of push.
 type pushOptions struct {
-	target     targetFlags
-	path       string
-	buildpacks []string
-	stack      string
-	timeout    time.Duration
+	target      targetFlags
+	path        string
+	buildpacks  []string
+	stack       string
+	timeout     time.Duration
+	process     processFlags
+	noStart     bool
+	waitTimeout time.Duration
+	// change is what the process flags change of the app's web process.
+	change processChange
 }
 
 func newPushCommand(s *session) *cobra.Command {
 	o := &pushOptions{}
 	cmd := &cobra.Command{
-		Use:   "push APP -o ORG -s SPACE [-p DIR] [-b BUILDPACK ...] [--stack STACK]",
+		Use:   "push APP -o ORG -s SPACE [-p DIR] [-b BUILDPACK ...] [--stack STACK] [-i N] [-m MEM] [-k DISK] [-u TYPE] [--no-start]",
 		Short: "Upload an app's source, stage it with kpack and run the droplet",
 		Long: `Push an app as the CF API does: find the app APP in the space (names are unique per space, ignoring
 case) or create it; upload the directory DIR (default: the current one) as a package, leaving out
 what .cfignore (gitignore syntax) and the cf CLI's default exclusions name; stage the package in a
-build, following it; and once it staged, make the droplet the app's current one and start the app.
+build, following it; and once it staged, make the droplet the app's current one, start the app and
+wait until an instance of each of its processes runs.
 
 -b and --stack set the app's lifecycle, as cf push does: the buildpacks (ids of the space's
 ClusterStore, in detection order; "-b default" goes back to detecting with the space's default
 Builder) and the stack (a ClusterStack). Without them the app keeps its lifecycle. Both are
 checked by cf-hnc's admission before anything is uploaded.
 
+-i, -m, -k, -u and --endpoint set the app's web process: its instances, each one's memory and disk
+limits (256M, 1G), and its health check; once the droplet staged, before the app runs it. A new
+app's web process gets 1 instance, 1G memory, 1G disk and a port health check unless they say
+otherwise; an app's process keeps what the flags do not change. --no-start stages the droplet and
+makes it current, but leaves the app stopped (a started app is stopped).
+
+Started, the app runs its droplet: push shows how many instances run, and why the others do not,
+until an instance of each process runs. If none has by --wait-timeout, push fails with the
+reason (CrashLoop, OutOfMemory, ImagePullFailed, ...) and the command that shows what the
+instances wrote; the app stays started with its new droplet.
+
 The package is uploaded to the space's package repository with the registry credentials that
 the space's builds use. Nothing is created before the space is BuildReady, the source is
 packed, the lifecycle is accepted and the upload succeeded. A build that fails stays, as build
 history; one that has not finished when push is interrupted or --timeout passes is deleted, with
 what push created for it, so that a retry is not queued behind it. Like cf push --strategy
-rolling, an app keeps its droplet until the new one has staged.`,
+rolling, an app keeps its droplet until the new one has staged, and then its instances are replaced
+one at a time.`,
 		Example: `  kubectl cf push web -o acme -s dev -p ./web
+  kubectl cf push web -o acme -s dev -i 2 -m 256M -u http --endpoint /health
   kubectl cf push web -o acme -s dev -b paketo-buildpacks/go -b paketo-buildpacks/procfile
   kubectl cf push web -n <space guid>          # the space whose namespace this is`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: s.completeApps(&o.target),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.change, err = o.process.parse(cmd); err != nil {
+				return err
+			}
 			return o.run(cmd.Context(), s, cmd.OutOrStdout(), args[0])
 		},
 	}
@@ -63,6 +86,10 @@ rolling, an app keeps its droplet until the new one has staged.`,
 		`A buildpack of the app's lifecycle; repeat for several, in detection order. "default" (or "null") alone: detect with the space's default Builder.`)
 	cmd.Flags().StringVar(&o.stack, "stack", "", "The app's stack, a ClusterStack.")
 	stagingTimeoutFlag(cmd, &o.timeout)
+	o.process.addScaleFlags(cmd)
+	o.process.addHealthCheckFlags(cmd)
+	cmd.Flags().BoolVar(&o.noStart, "no-start", false, "Stage the droplet and make it the app's current one, but leave the app stopped.")
+	waitTimeoutFlag(cmd, &o.waitTimeout)
 	cobra.CheckErr(cmd.RegisterFlagCompletionFunc("buildpack", s.completeBuildpacks))
 	cobra.CheckErr(cmd.RegisterFlagCompletionFunc("stack", s.completeStacks))
 	return cmd
@@ -114,7 +141,11 @@ func (o *pushOptions) run(ctx context.Context, s *session, out io.Writer, name s
 	}
 	fmt.Fprintf(out, "Uploaded package %s: %s\n", pkg, image)
 
-	d := &deployment{s: s, c: c, out: out, app: app, pkg: pkg, timeout: o.timeout}
+	d := &deployment{s: s, c: c, out: out, app: app, pkg: pkg, timeout: o.timeout,
+		process: o.change, state: cfv1alpha1.StartedState, waitTimeout: o.waitTimeout, hint: logsHint(app, &o.target, t)}
+	if o.noStart {
+		d.state = cfv1alpha1.StoppedState
+	}
 	if err := o.apply(ctx, c, out, current, app, d); err != nil {
 		return err
 	}

@@ -83,6 +83,23 @@ var _ = Describe("push, with input it must refuse", func() {
 			return []string{"web", "-o", org, "-s", "dev", "-p", dirWith(".cfignore", "*.log\n[z-a\n")},
 				`.cfignore line 2: pattern "[z-a": syntax error in pattern`
 		}),
+		Entry("too many instances", func() ([]string, string) {
+			return []string{"web", "-o", org, "-s", "dev", "-p", appDir(), "-i", "101"}, "-i 101: a process has 0 to 100 instances"
+		}),
+		Entry("a memory limit without a unit", func() ([]string, string) {
+			return []string{"web", "-o", org, "-s", "dev", "-p", appDir(), "-m", "1024"},
+				`-m "1024": give a whole number with a unit, M or G (MB and GB do too), as in 256M or 1G`
+		}),
+		Entry("a disk limit too small", func() ([]string, string) {
+			return []string{"web", "-o", org, "-s", "dev", "-p", appDir(), "-k", "8M"}, "-k 8M: give 16M to 64G"
+		}),
+		Entry("an unknown health check type", func() ([]string, string) {
+			return []string{"web", "-o", org, "-s", "dev", "-p", appDir(), "-u", "tcp"}, `-u "tcp": the health check type is port, http or process`
+		}),
+		Entry("an endpoint without an http health check", func() ([]string, string) {
+			return []string{"web", "-o", org, "-s", "dev", "-p", appDir(), "--endpoint", "/health"},
+				`--endpoint "/health": only an http health check has an endpoint: give -u http with it`
+		}),
 		Entry(`"-b default" with buildpacks`, func() ([]string, string) {
 			return []string{"web", "-o", org, "-s", "dev", "-b", "default", "-b", "paketo-buildpacks/go"},
 				`-b default -b paketo-buildpacks/go: "default" detects with the space's default Builder and cannot be combined with buildpacks`

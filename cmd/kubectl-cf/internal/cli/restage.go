@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -15,15 +14,9 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// restageOptions are the flags of restage.
-type restageOptions struct {
-	target  targetFlags
-	timeout time.Duration
-}
-
 func newRestageCommand(s *session) *cobra.Command {
-	o := &restageOptions{}
-	cmd := &cobra.Command{
+	var timeout, waitTimeout time.Duration
+	cmd := appCommand(s, &cobra.Command{
 		Use:   "restage APP -o ORG -s SPACE",
 		Short: "Stage the app's current package again and run the droplet, or run its held droplet",
 		Long: `Restage an app as Cloud Foundry does: stage its current package (the newest it was pushed with)
@@ -33,55 +26,34 @@ When kpack rebuilt the app's droplet for new buildpacks or a new lifecycle and t
 buildpack upgrade policy is Held (kubectl cf set-upgrade-policy), cf-hnc keeps that droplet
 staged and held (kubectl cf apps shows it). If it was built from the current package, it is
 exactly what staging again would give: restage then runs it at once, without a build. Otherwise
-it creates a build of the current package and follows it, as push does.`,
-		Example:           `  kubectl cf restage web -o acme -s dev`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: s.completeApps(&o.target),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.Context(), s, cmd.OutOrStdout(), args[0])
-		},
-	}
-	o.target.addFlags(cmd, s, true)
-	stagingTimeoutFlag(cmd, &o.timeout)
-	return cmd
-}
-
-func (o *restageOptions) run(ctx context.Context, s *session, out io.Writer, name string) error {
-	c, err := s.client()
-	if err != nil {
-		return err
-	}
-	t, err := o.target.resolve(ctx, s, c)
-	if err != nil {
-		return err
-	}
-	app, err := findApp(ctx, c, t, name)
-	if err != nil {
-		return err
-	}
-	pkg, err := currentPackage(ctx, c, app)
-	if err != nil {
-		return err
-	}
-	held, err := heldDroplet(ctx, c, app, pkg)
-	if err != nil {
-		return err
-	}
-	if held != nil {
-		if err := setDroplet(ctx, c, app, held.Name); err != nil {
+it creates a build of the current package and follows it, as push does. Either way the app is
+started with the droplet, and restage waits until an instance of each process runs it.`,
+		Example: `  kubectl cf restage web -o acme -s dev`,
+	}, true, func(ctx context.Context, a *appContext) error {
+		pkg, err := currentPackage(ctx, a.c, a.app)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "App %q now runs its held droplet %s, which kpack rebuilt from its current package because of %s; "+
-			"nothing needed staging.\n", app.Spec.DisplayName, held.Name, held.Annotations[cfv1alpha1.RebuildReasonAnnotation])
-		printDroplet(out, held)
-		return nil
-	}
-	if err := checkBuildReady(t); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "Restaging app %q in %s\n", app.Spec.DisplayName, t)
-	d := &deployment{s: s, c: c, out: out, app: app, pkg: pkg.Name, timeout: o.timeout}
-	return d.run(ctx)
+		held, err := heldDroplet(ctx, a.c, a.app, pkg)
+		if err != nil {
+			return err
+		}
+		d := &deployment{s: a.s, c: a.c, out: a.out, app: a.app, pkg: pkg.Name, timeout: timeout,
+			state: cfv1alpha1.StartedState, waitTimeout: waitTimeout, hint: a.logsHint()}
+		if held != nil {
+			fmt.Fprintf(a.out, "App %q now runs its held droplet %s, which kpack rebuilt from its current package because of %s; "+
+				"nothing needed staging.\n", a.app.Spec.DisplayName, held.Name, held.Annotations[cfv1alpha1.RebuildReasonAnnotation])
+			return d.runDroplet(ctx, held)
+		}
+		if err := checkBuildReady(a.target); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.out, "Restaging app %q in %s\n", a.app.Spec.DisplayName, a.target)
+		return d.run(ctx)
+	})
+	stagingTimeoutFlag(cmd, &timeout)
+	waitTimeoutFlag(cmd, &waitTimeout)
+	return cmd
 }
 
 // currentPackage is the app's newest uploaded package, which CF stages on a restage.

@@ -1,8 +1,8 @@
 // Package cli is the kubectl-cf plugin: the commands with which an operator creates and deletes
 // Cloud Foundry orgs and spaces and places an org's registry credentials once, and with which a
-// developer pushes, lists and restages apps. Every command talks to the cluster through
-// controller-runtime's client and writes to the command's output, so that tests run it
-// in-process.
+// developer pushes, lists, restages, starts, stops, restarts and scales apps and reads their
+// logs. Every command talks to the cluster through controller-runtime's client (and client-go
+// for pod logs) and writes to the command's output, so that tests run it in-process.
 package cli
 
 import (
@@ -94,7 +94,8 @@ func newCommand(connect func(*rest.Config) (client.Client, error)) *cobra.Comman
 		Use:   "kubectl-cf",
 		Short: "Run Cloud Foundry orgs, spaces and apps on cf-hnc",
 		Long: "Operators create orgs and spaces and place an org's registry once; developers push apps, " +
-			"see their builds and restage them. Every command takes kubectl's connection flags " +
+			"see their builds and restage them, start, stop, restart and scale them, and read their logs. " +
+			"Every command takes kubectl's connection flags " +
 			"(--kubeconfig, --context, --as, --as-group, ...).",
 		// kubectl runs the plugin as `kubectl cf`: the help says so.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl cf"},
@@ -114,7 +115,8 @@ func newCommand(connect func(*rest.Config) (client.Client, error)) *cobra.Comman
 		&cobra.Group{ID: "apps", Title: "Apps (developers):"},
 		&cobra.Group{ID: "orgs", Title: "Orgs and spaces (operators):"},
 	)
-	for _, cmd := range []*cobra.Command{newPushCommand(s), newAppsCommand(s), newBuildsCommand(s), newRestageCommand(s)} {
+	for _, cmd := range []*cobra.Command{newPushCommand(s), newAppsCommand(s), newAppCommand(s), newBuildsCommand(s), newRestageCommand(s),
+		newStartCommand(s), newStopCommand(s), newRestartCommand(s), newScaleCommand(s), newLogsCommand(s)} {
 		cmd.GroupID = "apps"
 		root.AddCommand(cmd)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -31,14 +30,14 @@ const (
 	failedState  = "FAILED"
 )
 
-// stagingProgress is what a person is shown of a build: its state, the reason, and while kpack
-// builds it, the step it is at.
-type stagingProgress struct {
+// progress is what a person is shown of a build or of an app starting: its state, the reason,
+// and a detail (the kpack step a build is at; how many instances run).
+type progress struct {
 	state, reason, detail string
 	finished              bool
 }
 
-func (p stagingProgress) String() string {
+func (p progress) String() string {
 	return strings.TrimRight(fmt.Sprintf("%-8s %s: %s", p.state, p.reason, p.detail), ": ")
 }
 
@@ -59,9 +58,9 @@ func buildState(build *cfv1alpha1.CFBuild) (state string, succeeded *metav1.Cond
 
 // progressOf describes a build: while kpack builds it, the step of its kpack Build (steps are
 // the build pod's step names, when known), else cf-hnc's reason and message.
-func progressOf(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build, steps []string) stagingProgress {
+func progressOf(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build, steps []string) progress {
 	state, succeeded := buildState(build)
-	p := stagingProgress{state: state, finished: state != stagingState}
+	p := progress{state: state, finished: state != stagingState}
 	switch {
 	case succeeded == nil:
 		p.reason, p.detail = "Pending", "cf-hnc has not picked the build up yet"
@@ -110,42 +109,26 @@ type follower struct {
 	stepsPod string
 }
 
-// errUnfinished is the error of a follow that ended before the build had finished.
-var errUnfinished = errors.New("the build has not finished")
-
-// follow polls build until it finishes or ctx ends; it returns the finished build, the
-// apiserver's refusal of a read, or errUnfinished (wrapping why it stopped). A read that failed
-// short of the apiserver (the connection, or the client's rate limiter refusing a wait that
-// would outlast ctx) is retried at the next poll: it says nothing about the build.
+// follow polls build until it finishes or ctx ends; it returns the finished build, or the
+// error of pollProgress.
 func (f *follower) follow(ctx context.Context, build *cfv1alpha1.CFBuild) (*cfv1alpha1.CFBuild, *kpackv1alpha2.Build, error) {
-	start := time.Now()
-	defer f.display.finish()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		kb, progress, err := f.observe(ctx, build)
-		var refused apierrors.APIStatus
-		switch {
-		case errors.As(err, &refused) && ctx.Err() == nil:
-			return nil, nil, err
-		case err == nil:
-			f.display.show(time.Since(start), progress)
-			if progress.finished {
-				return build, kb, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("%w: %w", errUnfinished, context.Cause(ctx))
-		case <-tick.C:
-		}
+	var kb *kpackv1alpha2.Build
+	err := pollProgress(ctx, f.display, func(ctx context.Context) (progress, error) {
+		var p progress
+		var err error
+		kb, p, err = f.observe(ctx, build)
+		return p, err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return build, kb, nil
 }
 
 // observe reads the build and, while kpack builds it, its kpack Build.
-func (f *follower) observe(ctx context.Context, build *cfv1alpha1.CFBuild) (*kpackv1alpha2.Build, stagingProgress, error) {
+func (f *follower) observe(ctx context.Context, build *cfv1alpha1.CFBuild) (*kpackv1alpha2.Build, progress, error) {
 	if err := f.c.Get(ctx, client.ObjectKeyFromObject(build), build); err != nil {
-		return nil, stagingProgress{}, fmt.Errorf("reading build %s: %w", build.Name, err)
+		return nil, progress{}, fmt.Errorf("reading build %s: %w", build.Name, err)
 	}
 	var kb *kpackv1alpha2.Build
 	if name := build.Status.KpackBuild; name != "" {

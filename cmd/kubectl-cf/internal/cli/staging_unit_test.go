@@ -127,16 +127,19 @@ var _ = Describe("listing apps and builds", func() {
 		Expect(byCreation(second, tenth)).To(BeNumerically("<", 0))
 	})
 
-	It("lays out apps with their droplets, the DropletCurrent reason and a held droplet", func() {
+	It("lays out apps with their instances per process, droplets, the DropletCurrent reason and a held droplet", func() {
 		held := cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Name: "g1"}, Spec: cfv1alpha1.CFAppSpec{DisplayName: "web",
 			DesiredState: cfv1alpha1.StartedState, CurrentDropletRef: corev1.LocalObjectReference{Name: "b1"}},
 			Status: cfv1alpha1.CFAppStatus{HeldDropletRef: &corev1.LocalObjectReference{Name: "b2"},
 				Conditions: []metav1.Condition{condition(cfv1alpha1.DropletCurrentCondition, metav1.ConditionFalse, cfv1alpha1.UpgradeHeldReason, "")}}}
 		fresh := cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Name: "g2"}, Spec: cfv1alpha1.CFAppSpec{DisplayName: "api", DesiredState: cfv1alpha1.StoppedState}}
-		Expect(appRows([]cfv1alpha1.CFApp{held, fresh})).To(Equal([][]string{
-			{"NAME", "GUID", "STATE", "DROPLET", "DROPLET STATUS", "HELD DROPLET"},
-			{"web", "g1", "STARTED", "b1", "UpgradeHeld", "b2"},
-			{"api", "g2", "STOPPED", "-", "Unknown", ""},
+		beat, web := process("g1", "beat", 3, 1), process("g1", "web", 2, 2)
+		leaving := process("g1", "clock", 1, 1)
+		leaving.DeletionTimestamp = &gone
+		Expect(appRows([]cfv1alpha1.CFApp{held, fresh}, []cfv1alpha1.CFProcess{beat, process("other", "web", 1, 1), leaving, web})).To(Equal([][]string{
+			{"NAME", "GUID", "STATE", "INSTANCES", "DROPLET", "DROPLET STATUS", "HELD DROPLET"},
+			{"web", "g1", "STARTED", "web:2/2,beat:1/3", "b1", "UpgradeHeld", "b2"},
+			{"api", "g2", "STOPPED", "-", "-", "Unknown", ""},
 		}))
 	})
 })

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -52,4 +54,37 @@ func waitReady(ctx context.Context, c client.Client, obj client.Object, conditio
 		return fmt.Errorf("not ready after %s: %s", timeout, describe(ready))
 	}
 	return err
+}
+
+// errUnfinished is the error of a poll that ended before what it followed had finished.
+var errUnfinished = errors.New("it has not finished")
+
+// pollProgress polls observe until the progress it returns is finished or ctx ends, showing
+// each on d; it returns nil, the apiserver's refusal of a read, or errUnfinished (wrapping why
+// it stopped). A read that failed short of the apiserver (the connection, or the client's rate
+// limiter refusing a wait that would outlast ctx) is retried at the next poll: it says nothing
+// about what is followed.
+func pollProgress(ctx context.Context, d display, observe func(context.Context) (progress, error)) error {
+	start := time.Now()
+	defer d.finish()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		p, err := observe(ctx)
+		var refused apierrors.APIStatus
+		switch {
+		case errors.As(err, &refused) && ctx.Err() == nil:
+			return err
+		case err == nil:
+			d.show(time.Since(start), p)
+			if p.finished {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", errUnfinished, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
 }

@@ -1,0 +1,13 @@
+package processes
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestProcesses(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "processes (pure logic)")
+}
