@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -22,7 +23,8 @@ import (
 var appSource = map[string]string{"Staticfile": "", "index.html": "<h1>bench</h1>\n"}
 
 // deployApps pushes the apps, spread over the orgs and their spaces, and waits until each runs
-// the droplet of its build, as `cf push` leaves an app: what a stack fix then has to rebase.
+// the droplet of its build, with its one instance running, as `cf push` leaves an app: what a
+// stack fix then has to rebase and roll.
 // Then it reads the run time of each build's pod from the apiserver.
 func (b *bench) deployApps(ctx context.Context, r *Results) error {
 	start := time.Now()
@@ -70,6 +72,9 @@ func (b *bench) deployApp(ctx context.Context, org, space string) (deployed, err
 	if err := b.k8s.Create(ctx, app); err != nil {
 		return deployed{}, err
 	}
+	if err := b.scaleWeb(ctx, app); err != nil {
+		return deployed{}, err
+	}
 	source, err := b.uploadSource(ctx, org)
 	if err != nil {
 		return deployed{}, err
@@ -113,10 +118,56 @@ func (b *bench) deployApp(ctx context.Context, org, space string) (deployed, err
 	if err != nil {
 		return deployed{}, err
 	}
+	if err := b.seen.wait(ctx, 2*time.Minute, "app "+app.Name+" on its droplet", func() bool {
+		return b.runs(ctx, app, "")
+	}); err != nil {
+		return deployed{}, err
+	}
 	return deployed{app: app, build: build, staging: succeeded.Sub(created)},
-		b.seen.wait(ctx, 2*time.Minute, "app "+app.Name+" on its droplet", func() bool {
-			return b.runs(ctx, app, "")
+		b.seen.wait(ctx, 2*time.Minute, "the instance of app "+app.Name+" running its droplet", func() bool {
+			return b.instancesRun(ctx, app)
 		})
+}
+
+// webMemoryMB is the memory of each app's one instance: a hundred instances of CF's default
+// of 1 GiB would not fit the bench's one node, and the static site needs little.
+const webMemoryMB = 64
+
+// scaleWeb gives the app's web process one small instance, as `cf push -m 64M` does, before
+// the app has a droplet to run: made here, or changed if cf-hnc made it first.
+func (b *bench) scaleWeb(ctx context.Context, app *cfv1alpha1.CFApp) error {
+	web := &cfv1alpha1.CFProcess{
+		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType),
+			Labels:          map[string]string{cfv1alpha1.AppLabel: app.Name, cfv1alpha1.ProcessTypeLabel: cfv1alpha1.WebProcessType},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, cfv1alpha1.GroupVersion.WithKind("CFApp"))}},
+		Spec: cfv1alpha1.CFProcessSpec{AppRef: corev1.LocalObjectReference{Name: app.Name}, ProcessType: cfv1alpha1.WebProcessType,
+			Instances: 1, MemoryMB: webMemoryMB, DiskMB: 256,
+			HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: 60}},
+	}
+	spec := web.Spec
+	if err := b.k8s.Create(ctx, web); !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := b.k8s.Get(ctx, client.ObjectKeyFromObject(web), web); err != nil {
+			return err
+		}
+		web.Spec = spec
+		return b.k8s.Update(ctx, web)
+	})
+}
+
+// instancesRun says whether every instance of the app's web process runs the app's current
+// droplet and passes its health check.
+func (b *bench) instancesRun(ctx context.Context, app *cfv1alpha1.CFApp) bool {
+	web := &cfv1alpha1.CFProcess{}
+	key := client.ObjectKey{Namespace: app.Namespace, Name: cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType)}
+	if b.k8s.Get(ctx, client.ObjectKeyFromObject(app), app) != nil || b.k8s.Get(ctx, key, web) != nil {
+		return false
+	}
+	running := meta.FindStatusCondition(web.Status.Conditions, cfv1alpha1.RunningCondition)
+	return running != nil && running.Status == metav1.ConditionTrue && running.ObservedGeneration == web.Generation &&
+		web.Status.Droplet == app.Spec.CurrentDropletRef.Name
 }
 
 // runs says whether the app runs a droplet that is up to date, on the run image whose digest

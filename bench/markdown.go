@@ -99,6 +99,8 @@ func markdown(r *Results, png string) string {
 		fmt.Sprintf("its kpack build pod's run time (n=%d): %s", r.Apps.BuildPod.Count, pct(r.Apps.BuildPod)), "stated (issue 26)", nil)
 	row(phaseStack, fmt.Sprintf("stack fix → %d deployed apps on rebased droplets, UpToDate", r.Stack.Apps),
 		fmt.Sprintf("%.1f s", r.Stack.AppsSeconds), "", "≤ 60 s", is(r.Stack.Apps > 0 && r.Stack.AppsSeconds <= 60))
+	row(phaseStack, fmt.Sprintf("stack fix → every instance of %d apps running its rebased droplet", r.Stack.Apps),
+		fmt.Sprintf("%.1f s", r.Stack.InstancesSeconds), "", "stated (issue 24)", nil)
 	failed := ""
 	if r.Stack.FailedRebases > 0 {
 		failed = fmt.Sprintf("; **%d rebases failed**", r.Stack.FailedRebases)

@@ -103,7 +103,7 @@ func (b *bench) changeSecret(ctx context.Context, secretKey client.ObjectKey, sp
 // stackFix publishes a new run image and points the ClusterStack at it, as an operator does
 // for a base-image CVE, and measures until every default ClusterBuilder is on it, counting the
 // builder manifests kpack pushed meanwhile, then until every app runs a droplet rebased on it,
-// and then the run time of each rebase pod.
+// then until every app's instance runs that droplet, and then the run time of each rebase pod.
 func (b *bench) stackFix(ctx context.Context, fix *StackFix) error {
 	reg := b.cp.Kpack().Registry
 	for _, spaces := range b.spaces {
@@ -143,6 +143,13 @@ func (b *bench) stackFix(ctx context.Context, fix *StackFix) error {
 			return err
 		}
 		fix.Apps, fix.AppsSeconds = len(b.apps), time.Since(start).Seconds()
+		err = b.seen.wait(ctx, 10*time.Minute, "every app's instance running its rebased droplet", func() bool {
+			return !slices.ContainsFunc(b.apps, func(app *cfv1alpha1.CFApp) bool { return !b.instancesRun(ctx, app) })
+		})
+		if err != nil {
+			return err
+		}
+		fix.InstancesSeconds = time.Since(start).Seconds()
 	}
 	fix.AllManifests = reg.ManifestsPushed("") - allManifests
 	if len(b.apps) > 0 {

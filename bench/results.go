@@ -124,6 +124,9 @@ type StackFix struct {
 	// Apps ran a droplet rebased on the new run image, and UpToDate, AppsSeconds after the fix.
 	Apps        int     `json:"apps"`
 	AppsSeconds float64 `json:"appsSeconds"`
+	// InstancesSeconds after the fix, every app's instance ran its rebased droplet and passed
+	// its health check: the fix had reached the running code.
+	InstancesSeconds float64 `json:"instancesSeconds"`
 	// RebasePod is, for each kpack Build that rebased a droplet onto the new run image and
 	// succeeded (kpack's rebases of the apps' Images and cf-hnc's own), its pod's run time on
 	// the node: from the pod's start until its completion container finished, in whole
