@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,15 +43,16 @@ func (b *bench) deployApps(ctx context.Context, r *Results) error {
 	if err != nil {
 		return err
 	}
-	staging, pods := make([]time.Duration, len(pushed)), make([]time.Duration, len(pushed))
+	staging, running, pods := make([]time.Duration, len(pushed)), make([]time.Duration, len(pushed)), make([]time.Duration, len(pushed))
 	for i, p := range pushed {
-		staging[i] = p.staging
+		staging[i], running[i] = p.staging, p.running
 		if pods[i], err = b.buildPodRunTime(ctx, p.build.Namespace, p.build.Status.KpackBuild); err != nil {
 			return fmt.Errorf("CFBuild %s: %w", p.build.Name, err)
 		}
 	}
 	r.Apps.Build = distribution("CFBuild created → Succeeded", staging)
 	r.Apps.BuildPod = distribution("kpack build pod run", pods)
+	r.Apps.Running = distribution("droplet set → instance running", running)
 	return nil
 }
 
@@ -60,6 +62,9 @@ type deployed struct {
 	build *cfv1alpha1.CFBuild
 	// staging is from the CFBuild's create call until the bench saw it Succeeded.
 	staging time.Duration
+	// running is from the update that set the app's droplet until the bench saw its web
+	// process Running on it.
+	running time.Duration
 }
 
 // deployApp creates an app, uploads its source, stages it and sets its droplet.
@@ -118,15 +123,19 @@ func (b *bench) deployApp(ctx context.Context, org, space string) (deployed, err
 	if err != nil {
 		return deployed{}, err
 	}
+	set := time.Now()
 	if err := b.seen.wait(ctx, 2*time.Minute, "app "+app.Name+" on its droplet", func() bool {
 		return b.runs(ctx, app, "")
 	}); err != nil {
 		return deployed{}, err
 	}
-	return deployed{app: app, build: build, staging: succeeded.Sub(created)},
-		b.seen.wait(ctx, 2*time.Minute, "the instance of app "+app.Name+" running its droplet", func() bool {
-			return b.instancesRun(ctx, app)
-		})
+	var running time.Time
+	err = b.seen.wait(ctx, 2*time.Minute, "the instance of app "+app.Name+" running its droplet", func() bool {
+		var ok bool
+		running, ok = b.instancesRunning(ctx, app)
+		return ok
+	})
+	return deployed{app: app, build: build, staging: succeeded.Sub(created), running: running.Sub(set)}, err
 }
 
 // webMemoryMB is the memory of each app's one instance: a hundred instances of CF's default
@@ -157,17 +166,36 @@ func (b *bench) scaleWeb(ctx context.Context, app *cfv1alpha1.CFApp) error {
 	})
 }
 
-// instancesRun says whether every instance of the app's web process runs the app's current
-// droplet and passes its health check.
-func (b *bench) instancesRun(ctx context.Context, app *cfv1alpha1.CFApp) bool {
-	web := &cfv1alpha1.CFProcess{}
-	key := client.ObjectKey{Namespace: app.Namespace, Name: cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType)}
-	if b.k8s.Get(ctx, client.ObjectKeyFromObject(app), app) != nil || b.k8s.Get(ctx, key, web) != nil {
+// instancesRunning says when the last of the apps' web processes was first seen Running on its
+// app's current droplet, once every one of them reports each instance on that droplet's image.
+// It re-reads the apps.
+func (b *bench) instancesRunning(ctx context.Context, apps ...*cfv1alpha1.CFApp) (time.Time, bool) {
+	keys := make([]string, len(apps))
+	for i, app := range apps {
+		web, droplet := &cfv1alpha1.CFProcess{}, &cfv1alpha1.CFBuild{}
+		name := cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType)
+		if b.k8s.Get(ctx, client.ObjectKeyFromObject(app), app) != nil ||
+			b.k8s.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: name}, web) != nil ||
+			b.k8s.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Spec.CurrentDropletRef.Name}, droplet) != nil ||
+			!runsDroplet(web, droplet) {
+			return time.Time{}, false
+		}
+		keys[i] = runningKey(app.Namespace, name, droplet.Name)
+	}
+	return b.seen.lastArrival(keys...)
+}
+
+// runsDroplet says whether a process reports Running for its spec on the droplet, with each
+// instance it wants on the droplet's image.
+func runsDroplet(p *cfv1alpha1.CFProcess, droplet *cfv1alpha1.CFBuild) bool {
+	running := meta.FindStatusCondition(p.Status.Conditions, cfv1alpha1.RunningCondition)
+	if running == nil || running.Status != metav1.ConditionTrue || running.ObservedGeneration != p.Generation ||
+		p.Status.Droplet != droplet.Name || droplet.Status.Droplet == nil || len(p.Status.Instances) != int(p.Spec.Instances) {
 		return false
 	}
-	running := meta.FindStatusCondition(web.Status.Conditions, cfv1alpha1.RunningCondition)
-	return running != nil && running.Status == metav1.ConditionTrue && running.ObservedGeneration == web.Generation &&
-		web.Status.Droplet == app.Spec.CurrentDropletRef.Name
+	return !slices.ContainsFunc(p.Status.Instances, func(i cfv1alpha1.InstanceStatus) bool {
+		return i.Image != droplet.Status.Droplet.Registry.Image
+	})
 }
 
 // runs says whether the app runs a droplet that is up to date, on the run image whose digest

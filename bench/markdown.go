@@ -93,10 +93,12 @@ func markdown(r *Results, png string) string {
 		fmt.Sprintf("%d (all repositories: %d) with %d spaces", r.Stack.BuilderManifests, r.Stack.AllManifests, r.Stack.Spaces),
 		fmt.Sprintf("%d (all: %d) with %d spaces", r.StackNoSpaces.BuilderManifests, r.StackNoSpaces.AllManifests, r.StackNoSpaces.Spaces),
 		"independent of the number of spaces", is(r.Stack.BuilderManifests > 0 && r.Stack.BuilderManifests == r.StackNoSpaces.BuilderManifests))
-	row(phaseApps, fmt.Sprintf("%d apps pushed across the orgs, each with its droplet current", r.Apps.Count),
+	row(phaseApps, fmt.Sprintf("%d apps pushed across the orgs, each with its droplet current and its instance running", r.Apps.Count),
 		fmt.Sprintf("%.1f s", r.Apps.DeploySeconds), "", "", nil)
 	row(phaseApps, fmt.Sprintf("per build: CFBuild created → Succeeded, a real build (n=%d)", r.Apps.Build.Count), pct(r.Apps.Build),
 		fmt.Sprintf("its kpack build pod's run time (n=%d): %s", r.Apps.BuildPod.Count, pct(r.Apps.BuildPod)), "stated (issue 26)", nil)
+	row(phaseApps, fmt.Sprintf("per app: droplet set → its instance running it, health check passed (n=%d)", r.Apps.Running.Count),
+		pct(r.Apps.Running), "", "", nil)
 	row(phaseStack, fmt.Sprintf("stack fix → %d deployed apps on rebased droplets, UpToDate", r.Stack.Apps),
 		fmt.Sprintf("%.1f s", r.Stack.AppsSeconds), "", "≤ 60 s", is(r.Stack.Apps > 0 && r.Stack.AppsSeconds <= 60))
 	row(phaseStack, fmt.Sprintf("stack fix → every instance of %d apps running its rebased droplet", r.Stack.Apps),

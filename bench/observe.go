@@ -26,8 +26,9 @@ import (
 // creationTimestamps, which have whole seconds.
 type observer struct {
 	mu sync.Mutex
-	// seen is the first arrival of a namespace, Secret, ServiceAccount or anchor, and of a
-	// CFBuild's Succeeded True, by kind/namespace/name.
+	// seen is the first arrival of a namespace, Secret, ServiceAccount or anchor, of a
+	// CFBuild's Succeeded True and of a CFProcess's Running True on a droplet, by
+	// kind/namespace/name.
 	seen map[string]time.Time
 	// dataChanged is the last arrival of a Secret whose data changed, by Secret key.
 	dataChanged map[string]time.Time
@@ -44,8 +45,8 @@ type transition struct {
 
 func key(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
 
-// observe starts watches of namespaces, Secrets, ServiceAccounts, anchors, CFSpaces and
-// CFBuilds, and returns once they have listed what exists.
+// observe starts watches of namespaces, Secrets, ServiceAccounts, anchors, CFSpaces, CFBuilds
+// and CFProcesses, and returns once they have listed what exists.
 func observe(ctx context.Context, cfg *rest.Config) (*observer, error) {
 	informers, err := cache.New(cfg, cache.Options{Scheme: cfscheme.New()})
 	if err != nil {
@@ -80,41 +81,50 @@ func observe(ctx context.Context, cfg *rest.Config) (*observer, error) {
 			return nil, err
 		}
 	}
-	spaces, err := informers.GetInformer(ctx, &cfv1alpha1.CFSpace{})
-	if err != nil {
-		return nil, err
-	}
-	record := func(obj any) {
-		if space, ok := obj.(*cfv1alpha1.CFSpace); ok {
-			o.buildReady(space)
+	for _, w := range []struct {
+		obj    client.Object
+		record func(client.Object)
+	}{
+		{&cfv1alpha1.CFSpace{}, func(obj client.Object) { o.buildReady(obj.(*cfv1alpha1.CFSpace)) }},
+		{&cfv1alpha1.CFBuild{}, func(obj client.Object) {
+			if meta.IsStatusConditionTrue(obj.(*cfv1alpha1.CFBuild).Status.Conditions, cfv1alpha1.SucceededCondition) {
+				o.arrived(key(buildSucceeded, obj.GetNamespace(), obj.GetName()))
+			}
+		}},
+		{&cfv1alpha1.CFProcess{}, func(obj client.Object) {
+			p := obj.(*cfv1alpha1.CFProcess)
+			if meta.IsStatusConditionTrue(p.Status.Conditions, cfv1alpha1.RunningCondition) {
+				o.arrived(runningKey(p.Namespace, p.Name, p.Status.Droplet))
+			}
+		}},
+	} {
+		if err := onEvery(ctx, informers, w.obj, w.record); err != nil {
+			return nil, err
 		}
-	}
-	if _, err := spaces.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    record,
-		UpdateFunc: func(_, obj any) { record(obj) },
-	}); err != nil {
-		return nil, err
-	}
-	builds, err := informers.GetInformer(ctx, &cfv1alpha1.CFBuild{})
-	if err != nil {
-		return nil, err
-	}
-	succeeded := func(obj any) {
-		if build, ok := obj.(*cfv1alpha1.CFBuild); ok && meta.IsStatusConditionTrue(build.Status.Conditions, cfv1alpha1.SucceededCondition) {
-			o.arrived(key(buildSucceeded, build.Namespace, build.Name))
-		}
-	}
-	if _, err := builds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    succeeded,
-		UpdateFunc: func(_, obj any) { succeeded(obj) },
-	}); err != nil {
-		return nil, err
 	}
 	go func() { _ = informers.Start(ctx) }()
 	if !informers.WaitForCacheSync(ctx) {
 		return nil, fmt.Errorf("the bench's watches did not sync")
 	}
 	return o, nil
+}
+
+// onEvery calls record with each object of obj's kind that the watch adds or updates.
+func onEvery(ctx context.Context, informers cache.Cache, obj client.Object, record func(client.Object)) error {
+	informer, err := informers.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	handle := func(obj any) {
+		if object, ok := obj.(client.Object); ok {
+			record(object)
+		}
+	}
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+	})
+	return err
 }
 
 func (o *observer) arrived(k string) {
@@ -143,12 +153,21 @@ func (o *observer) placed(obj metav1.Object) {
 }
 
 // The kinds under which the observer records a namespace in HNC's tree, a space namespace
-// placed and labelled as cf-hnc asks, and a CFBuild with Succeeded True.
+// placed and labelled as cf-hnc asks, a CFBuild with Succeeded True, and a CFProcess with
+// Running True on a droplet (runningKey).
 const (
 	namespaceInTree = "NamespaceInTree"
 	placedNamespace = "PlacedNamespace"
 	buildSucceeded  = "BuildSucceeded"
+	processRunning  = "ProcessRunning"
 )
+
+// runningKey is the observer's key of a process first seen Running True on a droplet (a
+// CFBuild's name): every instance it wants runs the droplet's image and passes its health
+// check.
+func runningKey(namespace, process, droplet string) string {
+	return key(processRunning, namespace, process+"/"+droplet)
+}
 
 func (o *observer) changedData(k string) {
 	now := time.Now()

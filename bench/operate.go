@@ -143,13 +143,16 @@ func (b *bench) stackFix(ctx context.Context, fix *StackFix) error {
 			return err
 		}
 		fix.Apps, fix.AppsSeconds = len(b.apps), time.Since(start).Seconds()
+		var running time.Time
 		err = b.seen.wait(ctx, 10*time.Minute, "every app's instance running its rebased droplet", func() bool {
-			return !slices.ContainsFunc(b.apps, func(app *cfv1alpha1.CFApp) bool { return !b.instancesRun(ctx, app) })
+			var ok bool
+			running, ok = b.instancesRunning(ctx, b.apps...)
+			return ok
 		})
 		if err != nil {
 			return err
 		}
-		fix.InstancesSeconds = time.Since(start).Seconds()
+		fix.InstancesSeconds = running.Sub(start).Seconds()
 	}
 	fix.AllManifests = reg.ManifestsPushed("") - allManifests
 	if len(b.apps) > 0 {

@@ -124,8 +124,9 @@ type StackFix struct {
 	// Apps ran a droplet rebased on the new run image, and UpToDate, AppsSeconds after the fix.
 	Apps        int     `json:"apps"`
 	AppsSeconds float64 `json:"appsSeconds"`
-	// InstancesSeconds after the fix, every app's instance ran its rebased droplet and passed
-	// its health check: the fix had reached the running code.
+	// InstancesSeconds after the fix, the bench saw the last app's web process Running on its
+	// rebased droplet, each instance on its image and passing its health check: the fix had
+	// reached the running code.
 	InstancesSeconds float64 `json:"instancesSeconds"`
 	// RebasePod is, for each kpack Build that rebased a droplet onto the new run image and
 	// succeeded (kpack's rebases of the apps' Images and cf-hnc's own), its pod's run time on
@@ -145,6 +146,10 @@ type Apps struct {
 	// BuildPod is the run time of each of those builds' pods on the node: from the pod's start
 	// until its completion container finished, in whole seconds.
 	BuildPod Distribution `json:"buildPod"`
+	// Running is, for each app, from the update that set its current droplet until the bench
+	// saw its web process Running on it: the instance scheduled, its droplet pulled and
+	// started, its health check passed.
+	Running Distribution `json:"running"`
 }
 
 // Steady is the manager with every space idle, and its cost over the run.

@@ -6,6 +6,7 @@ import (
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -43,6 +44,12 @@ func desiredRebase(app *cfv1alpha1.CFApp, current *cfv1alpha1.CFBuild, pkg *cfv1
 			Image: pkg.Spec.Source.Registry.Image, ImagePullSecrets: pkg.Spec.Source.Registry.ImagePullSecrets,
 		}}
 	}
+	// The limits of the app's last staging bound the rebase as they bound kpack's own.
+	var resources corev1.ResourceRequirements
+	var deadline *int64
+	if image.Spec.Build != nil {
+		resources, deadline = image.Spec.Build.Resources, image.Spec.Build.BuildTimeout
+	}
 	return &kpackv1alpha2.Build{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: app.Namespace,
@@ -59,12 +66,14 @@ func desiredRebase(app *cfv1alpha1.CFApp, current *cfv1alpha1.CFBuild, pkg *cfv1
 			}},
 		},
 		Spec: kpackv1alpha2.BuildSpec{
-			Tags:               []string{image.Spec.Tag},
-			Builder:            corev1alpha1.BuildBuilderSpec{Image: builder.image},
-			ServiceAccountName: image.Spec.ServiceAccountName,
-			Source:             source,
-			RunImage:           kpackv1alpha2.BuildSpecImage{Image: builder.runImage},
-			LastBuild:          &kpackv1alpha2.LastBuild{Image: droplet.Registry.Image, StackId: droplet.Stack},
+			Tags:                  []string{image.Spec.Tag},
+			Builder:               corev1alpha1.BuildBuilderSpec{Image: builder.image},
+			ServiceAccountName:    image.Spec.ServiceAccountName,
+			Source:                source,
+			RunImage:              kpackv1alpha2.BuildSpecImage{Image: builder.runImage},
+			LastBuild:             &kpackv1alpha2.LastBuild{Image: droplet.Registry.Image, StackId: droplet.Stack},
+			Resources:             resources,
+			ActiveDeadlineSeconds: deadline,
 		},
 	}
 }
