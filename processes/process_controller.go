@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -79,7 +80,22 @@ func (r *ProcessReconciler) ensureWebProcess(ctx context.Context, app *cfv1alpha
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: name}, &cfv1alpha1.CFProcess{}); !apierrors.IsNotFound(err) {
 		return err
 	}
-	web := cfv1alpha1.WebProcess(app)
+	web := &cfv1alpha1.CFProcess{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       app.Namespace,
+			Name:            name,
+			Labels:          map[string]string{cfv1alpha1.AppLabel: app.Name, cfv1alpha1.ProcessTypeLabel: cfv1alpha1.WebProcessType},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, cfv1alpha1.GroupVersion.WithKind("CFApp"))},
+		},
+		Spec: cfv1alpha1.CFProcessSpec{
+			AppRef:      corev1.LocalObjectReference{Name: app.Name},
+			ProcessType: cfv1alpha1.WebProcessType,
+			Instances:   1,
+			MemoryMB:    1024,
+			DiskMB:      1024,
+			HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: 60},
+		},
+	}
 	if err := r.client.Create(ctx, web); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the web process: %w", err)
 	}

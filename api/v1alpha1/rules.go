@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unicode"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -178,28 +176,6 @@ const maxProcessName = 52
 
 // WebProcessType is the process type that every app has, which routes reach.
 const WebProcessType = "web"
-
-// WebProcess is the web process of an app as cf-hnc makes it, with Cloud Foundry's defaults:
-// one instance of 1024 MB memory and disk, checked on its port with 60 s to start. kubectl cf
-// makes the same when it scales an app before cf-hnc has.
-func WebProcess(app *CFApp) *CFProcess {
-	return &CFProcess{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       app.Namespace,
-			Name:            ProcessName(app.Name, WebProcessType),
-			Labels:          map[string]string{AppLabel: app.Name, ProcessTypeLabel: WebProcessType},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, GroupVersion.WithKind("CFApp"))},
-		},
-		Spec: CFProcessSpec{
-			AppRef:      corev1.LocalObjectReference{Name: app.Name},
-			ProcessType: WebProcessType,
-			Instances:   1,
-			MemoryMB:    1024,
-			DiskMB:      1024,
-			HealthCheck: HealthCheck{Type: PortHealthCheck, TimeoutSeconds: 60},
-		},
-	}
-}
 
 // ProcessName is the name of the CFProcess of an app's process type: "<app>-<type>", or, for
 // an app GUID too long for that, a prefix of it and a hash of the whole GUID.

@@ -34,23 +34,3 @@ var _ = Describe("DisplayNameKey", func() {
 		Expect(validation.IsValidLabelValue(cfv1alpha1.DisplayNameKey("Any name, with spaces & symbols ✓"))).To(BeEmpty())
 	})
 })
-
-var _ = Describe("An app's web process", func() {
-	It("is named, labelled and owned by the app, with Cloud Foundry's defaults", func() {
-		app := &cfv1alpha1.CFApp{}
-		app.Namespace, app.Name, app.UID = "space", "app-guid", "app-uid"
-		web := cfv1alpha1.WebProcess(app)
-		Expect(web.Name).To(Equal("app-guid-web"))
-		Expect(web.Labels).To(Equal(map[string]string{cfv1alpha1.AppLabel: "app-guid", cfv1alpha1.ProcessTypeLabel: "web"}))
-		Expect(web.OwnerReferences).To(ConsistOf(And(HaveField("UID", BeEquivalentTo("app-uid")), HaveField("Controller", HaveValue(BeTrue())))))
-		Expect(web.Spec).To(Equal(cfv1alpha1.CFProcessSpec{AppRef: web.Spec.AppRef, ProcessType: "web", Instances: 1, MemoryMB: 1024, DiskMB: 1024,
-			HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: 60}}))
-		Expect(web.Spec.AppRef.Name).To(Equal("app-guid"))
-	})
-
-	It("has a name of at most 52 characters for the longest app GUID", func() {
-		long := "a23456789-123456789-123456789-123456789-123456789-123456789-123"
-		Expect(cfv1alpha1.ProcessName(long, "web")).To(HaveLen(52))
-		Expect(cfv1alpha1.ProcessName(long, "web")).NotTo(Equal(cfv1alpha1.ProcessName(long[:62]+"4", "web")))
-	})
-})
