@@ -224,12 +224,20 @@ func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	appOf := func(name func(client.Object) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			if app := name(o); app != "" {
+				return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: app}}}
+			}
+			return nil
+		})
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("cfapp").
 		For(&cfv1alpha1.CFApp{}).
-		Watches(&cfv1alpha1.CFBuild{}, EnqueueApp(func(o client.Object) string { return o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name })).
-		Watches(&kpackv1alpha2.Image{}, EnqueueApp(client.Object.GetName)).
-		Watches(&kpackv1alpha2.Build{}, EnqueueApp(func(o client.Object) string {
+		Watches(&cfv1alpha1.CFBuild{}, appOf(func(o client.Object) string { return o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name })).
+		Watches(&kpackv1alpha2.Image{}, appOf(client.Object.GetName)).
+		Watches(&kpackv1alpha2.Build{}, appOf(func(o client.Object) string {
 			if app := o.GetLabels()[cfv1alpha1.AppLabel]; app != "" {
 				return app
 			}
@@ -240,17 +248,6 @@ func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&cfv1alpha1.CFOrg{}, handler.EnqueueRequestsFromMapFunc(r.appsOfOrg),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
-}
-
-// EnqueueApp enqueues the app that name finds for an object, in the object's namespace; none
-// if it finds none.
-func EnqueueApp(name func(client.Object) string) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-		if app := name(o); app != "" {
-			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: app}}}
-		}
-		return nil
-	})
 }
 
 // appsBuildingWith maps a Builder or ClusterBuilder to the apps whose Image builds with it.

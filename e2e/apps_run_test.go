@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,7 +32,12 @@ const starting = 2 * time.Minute
 var _ = Describe("Running apps", Ordered, ContinueOnFailure, Label("local"), func() {
 	var org, space string
 
-	BeforeAll(func(ctx SpecContext) { org, space = buildingSpace(ctx, "apps") }, NodeTimeout(3*time.Minute))
+	BeforeAll(func(ctx SpecContext) {
+		org = createOrg(ctx, "apps-"+string(uuid.NewUUID())[:8])
+		space = createSpace(ctx, org, "prod")
+		placeOrgRegistry(ctx, org)
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+	}, NodeTimeout(3*time.Minute))
 
 	It("runs a started app's droplet as the CNB user, answering on its port", func(ctx SpecContext) {
 		app := startedAppOf(ctx, org, space, staticSource, 1)

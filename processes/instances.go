@@ -44,7 +44,7 @@ func instanceOf(pod *corev1.Pod) (cfv1alpha1.InstanceStatus, bool) {
 	switch {
 	case unschedulable(pod):
 		instance.State, instance.Reason = cfv1alpha1.InstanceDown, cfv1alpha1.UnschedulableReason
-	case container == nil: // not started yet: STARTING
+	case container == nil:
 	case container.State.Waiting != nil && pullFailure(container.State.Waiting.Reason):
 		instance.State, instance.Reason = cfv1alpha1.InstanceDown, cfv1alpha1.ImagePullFailedReason
 	case container.Ready:

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/apply"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
 )
@@ -188,6 +188,14 @@ func (r *ProcessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return []string{o.(*cfv1alpha1.CFProcess).Spec.AppRef.Name} }); err != nil {
 		return err
 	}
+	appOf := func(name func(client.Object) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			if app := name(o); app != "" {
+				return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: app}}}
+			}
+			return nil
+		})
+	}
 	instanceOfApp := func(o client.Object) string {
 		if _, ok := o.GetLabels()[cfv1alpha1.ProcessLabel]; !ok {
 			return ""
@@ -197,9 +205,9 @@ func (r *ProcessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("cfprocess").
 		For(&cfv1alpha1.CFApp{}).
-		Watches(&cfv1alpha1.CFProcess{}, builders.EnqueueApp(func(o client.Object) string { return o.(*cfv1alpha1.CFProcess).Spec.AppRef.Name })).
-		Watches(&cfv1alpha1.CFBuild{}, builders.EnqueueApp(func(o client.Object) string { return o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name })).
-		Watches(&appsv1.StatefulSet{}, builders.EnqueueApp(func(o client.Object) string { return o.GetLabels()[cfv1alpha1.AppLabel] })).
-		Watches(&corev1.Pod{}, builders.EnqueueApp(instanceOfApp)).
+		Watches(&cfv1alpha1.CFProcess{}, appOf(func(o client.Object) string { return o.(*cfv1alpha1.CFProcess).Spec.AppRef.Name })).
+		Watches(&cfv1alpha1.CFBuild{}, appOf(func(o client.Object) string { return o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name })).
+		Watches(&appsv1.StatefulSet{}, appOf(func(o client.Object) string { return o.GetLabels()[cfv1alpha1.AppLabel] })).
+		Watches(&corev1.Pod{}, appOf(instanceOfApp)).
 		Complete(r)
 }
