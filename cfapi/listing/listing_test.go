@@ -1,0 +1,96 @@
+package listing_test
+
+import (
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
+	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
+)
+
+func TestListing(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "CF list queries")
+}
+
+type item listing.Fields
+
+func (i item) ListFields() listing.Fields { return listing.Fields(i) }
+
+var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+var items = []item{
+	{GUID: "g2", Name: "beta", CreatedAt: epoch.Add(2 * time.Hour), UpdatedAt: epoch.Add(2 * time.Hour), Labels: map[string]string{"env": "prod"}},
+	{GUID: "g1", Name: "Alpha", CreatedAt: epoch.Add(time.Hour), UpdatedAt: epoch.Add(5 * time.Hour)},
+	{GUID: "g3", Name: "a,b", CreatedAt: epoch.Add(3 * time.Hour), UpdatedAt: epoch.Add(3 * time.Hour), Labels: map[string]string{"env": "dev"}},
+}
+
+func guids(query string) ([]string, int) {
+	GinkgoHelper()
+	values, err := url.ParseQuery(query)
+	Expect(err).NotTo(HaveOccurred())
+	q, err := listing.Parse(values)
+	Expect(err).NotTo(HaveOccurred())
+	page, total := listing.Apply(items, q)
+	var g []string
+	for _, i := range page {
+		g = append(g, i.GUID)
+	}
+	return g, total
+}
+
+var _ = Describe("Apply", func() {
+	DescribeTable("filters, orders and pages as the Cloud Controller does",
+		func(query string, want []string, total int) {
+			got, n := guids(query)
+			Expect(got).To(Equal(want))
+			Expect(n).To(Equal(total))
+		},
+		Entry("oldest first by default", "", []string{"g1", "g2", "g3"}, 3),
+		Entry("by name", "order_by=name", []string{"g3", "g1", "g2"}, 3),
+		Entry("by name, descending", "order_by=-name", []string{"g2", "g1", "g3"}, 3),
+		Entry("by update", "order_by=-updated_at", []string{"g1", "g3", "g2"}, 3),
+		Entry("names ignore case", "names=alpha,BETA", []string{"g1", "g2"}, 2),
+		Entry("a comma in a name arrives as %2C", "names=a%252Cb", []string{"g3"}, 1),
+		Entry("guids", "guids=g3,g2", []string{"g2", "g3"}, 2),
+		Entry("empty values are none", "guids=g3,,", []string{"g3"}, 1),
+		Entry("label selector", "label_selector=env+in+(prod,dev)", []string{"g2", "g3"}, 2),
+		Entry("label selector, absence", "label_selector=!env", []string{"g1"}, 1),
+		Entry("a page", "per_page=2&page=2", []string{"g3"}, 3),
+		Entry("a page past the end", "per_page=2&page=9", nil, 3),
+		Entry("unknown parameters are ignored", "include=organization", []string{"g1", "g2", "g3"}, 3),
+	)
+
+	DescribeTable("refuses what the Cloud Controller refuses, as a bad query parameter",
+		func(query string) {
+			values, err := url.ParseQuery(query)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = listing.Parse(values)
+			var cf *cferror.Error
+			Expect(errors.As(err, &cf)).To(BeTrue())
+			Expect(cf.Title).To(Equal("CF-BadQueryParameter"))
+		},
+		Entry("per_page 0", "per_page=0"),
+		Entry("per_page above 5000", "per_page=5001"),
+		Entry("page 0", "page=0"),
+		Entry("a page that is no number", "page=two"),
+		Entry("an unknown order", "order_by=size"),
+		Entry("a broken selector", "label_selector=a+in+("),
+	)
+})
+
+var _ = Describe("PageURL", func() {
+	It("keeps the request's query, absolute on the API's address", func() {
+		values, err := url.ParseQuery("names=a%252Cb&order_by=name&per_page=2")
+		Expect(err).NotTo(HaveOccurred())
+		q, err := listing.Parse(values)
+		Expect(err).NotTo(HaveOccurred())
+		base := &url.URL{Scheme: "https", Host: "api.example.com"}
+		Expect(q.PageURL(base, "/v3/spaces", 3)).To(Equal("https://api.example.com/v3/spaces?names=a%252Cb&order_by=name&page=3&per_page=2"))
+	})
+})
