@@ -179,7 +179,12 @@ func report(cfg config, r *Results) error {
 		return err
 	}
 	if cfg.doc != "" {
-		if err := os.WriteFile(cfg.doc, []byte(markdown(r, filepath.Base(png))), 0o644); err != nil {
+		previous, err := os.ReadFile(cfg.doc)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		report := withOtherSections(markdown(r, filepath.Base(png)), string(previous))
+		if err := os.WriteFile(cfg.doc, []byte(report), 0o644); err != nil {
 			return err
 		}
 	}

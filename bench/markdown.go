@@ -155,3 +155,19 @@ func throttleFloor(hncFlags []string, n int) string {
 	}
 	return fmt.Sprintf("HNC's client throttle allows no less than %.2f s", floor.Seconds())
 }
+
+// withOtherSections appends to report the "## " sections of the previous report that it does
+// not write itself: other measurements (bench/quotas) keep their place in docs/benchmarks.md
+// when make bench writes the rest anew.
+func withOtherSections(report, previous string) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(report, "\n") + "\n")
+	for _, section := range strings.SplitAfter(previous, "\n## ")[1:] {
+		section = strings.TrimSuffix(section, "\n## ")
+		heading, _, _ := strings.Cut(section, "\n")
+		if !strings.Contains(report, "\n## "+heading+"\n") {
+			b.WriteString("\n## " + strings.TrimRight(section, "\n") + "\n")
+		}
+	}
+	return b.String()
+}

@@ -24,3 +24,17 @@ var _ = Describe("the report's rows of running apps (pure logic)", func() {
 		Expect(markdown(results(), "latencies.png")).To(ContainSubstring("| stack fix → every instance of 100 apps running its rebased droplet | not measured |"))
 	})
 })
+
+var _ = Describe("the report written over a previous one (pure logic)", func() {
+	It("keeps the sections that other measurements wrote, and replaces its own", func() {
+		previous := "# Benchmarks\n\nold figures\n\n## Quotas\n\nquota figures\n\n## Other\n\nmore\n"
+		Expect(withOtherSections("# Benchmarks\n\nnew figures\n", previous)).To(Equal(
+			"# Benchmarks\n\nnew figures\n\n## Quotas\n\nquota figures\n\n## Other\n\nmore\n"))
+		Expect(withOtherSections("# Benchmarks\n\nnew\n\n## Quotas\n\nnewer\n", previous)).To(Equal(
+			"# Benchmarks\n\nnew\n\n## Quotas\n\nnewer\n\n## Other\n\nmore\n"))
+	})
+
+	It("writes the report alone when there was none", func() {
+		Expect(withOtherSections("# Benchmarks\n\nfigures\n", "")).To(Equal("# Benchmarks\n\nfigures\n"))
+	})
+})

@@ -14,9 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/apply"
@@ -27,8 +30,28 @@ import (
 // writes.
 const fieldOwner = client.FieldOwner("cf-hnc-builders")
 
-// appRefIndex indexes CFBuilds by the app they stage.
-const appRefIndex = "spec.appRef.name"
+// waitingIndex indexes the CFBuilds that have not finished by what they may wait for
+// (waitingOn): their app (which stages one build at a time), their package and their space.
+// An event maps to the builds that wait for the object that changed, not to every build of its
+// namespace: a namespace full of waiting builds costs nothing when something else changes.
+const waitingIndex = "waitingOn"
+
+// onSpace is the key under which waitingIndex holds every unfinished build of a namespace: all
+// of them wait for their space's build configuration.
+const onSpace = "CFSpace"
+
+// waitingOn is the key under which waitingIndex holds the unfinished builds that wait for an
+// object of a kind ("CFApp", "CFPackage").
+func waitingOn(kind, name string) string { return kind + "/" + name }
+
+// waitingKeys are the keys of a CFBuild in waitingIndex: none once it finished.
+func waitingKeys(o client.Object) []string {
+	build := o.(*cfv1alpha1.CFBuild)
+	if finished(build) {
+		return nil
+	}
+	return []string{onSpace, waitingOn("CFApp", build.Spec.AppRef.Name), waitingOn("CFPackage", build.Spec.PackageRef.Name)}
+}
 
 // BuildReconciler stages CFBuilds with kpack.
 type BuildReconciler struct {
@@ -113,6 +136,11 @@ func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild
 		return in, err
 	}
 	if kb := in.kpackBuild; kb != nil {
+		if _, rebuild := build.Labels[cfv1alpha1.KpackBuildLabel]; rebuild {
+			if in.rebuilt, err = rebuiltBuilds(ctx, r.client, kb); err != nil {
+				return in, err
+			}
+		}
 		switch {
 		case kb.IsSuccess():
 			in.processes, err = r.processes(ctx, build.Namespace, kb.Status.LatestImage, in.space.Status.Build)
@@ -257,12 +285,14 @@ func (r *BuildReconciler) spaceOf(ctx context.Context, namespace string) (*cfv1a
 // kpack builds an Image's builds one after the other; so does this.
 func (r *BuildReconciler) activeBuild(ctx context.Context, app *cfv1alpha1.CFApp) (string, error) {
 	builds := &cfv1alpha1.CFBuildList{}
-	if err := r.client.List(ctx, builds, client.InNamespace(app.Namespace), client.MatchingFields{appRefIndex: app.Name}); err != nil {
+	// Read only: the cache's own objects, not copies of every waiting build of the app.
+	if err := r.client.List(ctx, builds, client.InNamespace(app.Namespace), client.MatchingFields{waitingIndex: waitingOn("CFApp", app.Name)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return "", err
 	}
 	var pending []cfv1alpha1.CFBuild
 	for _, b := range builds.Items {
-		if _, rebuild := b.Labels[cfv1alpha1.RebuildOfLabel]; !rebuild && !finished(&b) && b.DeletionTimestamp.IsZero() {
+		if _, rebuild := b.Labels[cfv1alpha1.RebuildOfLabel]; !rebuild && b.DeletionTimestamp.IsZero() {
 			pending = append(pending, b)
 		}
 	}
@@ -307,28 +337,25 @@ func get[T client.Object](ctx context.Context, c client.Reader, namespace, name 
 	return obj, nil
 }
 
-// SetupWithManager registers the reconciler: it runs for CFBuilds, and for whatever a waiting
-// build waits for in its namespace (its space, its package, a Builder, another build of its
-// app), for the ClusterBuilders spaces build with, and for kpack Builds.
+// SetupWithManager registers the reconciler: it runs for CFBuilds, for kpack Builds and their
+// pods, and for whatever a waiting build waits for (waitingBuilds). Of an app and a package,
+// only a change of the spec, or its creation or deletion, is news for a build; of another
+// build, only that it left the queue of its app.
 func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cfv1alpha1.CFBuild{}, appRefIndex,
-		func(o client.Object) []string { return []string{o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name} }); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cfv1alpha1.CFBuild{}, waitingIndex, waitingKeys); err != nil {
 		return err
 	}
-	unfinishedInNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-		return r.unfinishedBuilds(ctx, client.InNamespace(o.GetNamespace()))
-	})
+	waiting := handler.EnqueueRequestsFromMapFunc(r.waitingBuilds)
+	specChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("cfbuild").
 		For(&cfv1alpha1.CFBuild{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
-		Watches(&cfv1alpha1.CFBuild{}, unfinishedInNamespace).
-		Watches(&cfv1alpha1.CFPackage{}, unfinishedInNamespace).
-		Watches(&cfv1alpha1.CFApp{}, unfinishedInNamespace).
-		Watches(&kpackv1alpha2.Builder{}, unfinishedInNamespace).
-		Watches(&cfv1alpha1.CFSpace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []ctrl.Request {
-			return r.unfinishedBuilds(ctx, client.InNamespace(o.GetName()))
-		})).
+		Watches(&cfv1alpha1.CFBuild{}, waiting, builder.WithPredicates(leftQueue)).
+		Watches(&cfv1alpha1.CFPackage{}, waiting, specChanged).
+		Watches(&cfv1alpha1.CFApp{}, waiting, specChanged).
+		Watches(&kpackv1alpha2.Builder{}, waiting).
+		Watches(&cfv1alpha1.CFSpace{}, waiting).
 		Watches(&kpackv1alpha2.Build{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
 			return stagingRequests(o.(*kpackv1alpha2.Build))
 		})).
@@ -343,27 +370,64 @@ func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// leftQueue passes the events of a CFBuild that leaves the queue of its app's builds: it
+// finished, or is being deleted. Only then may the next build of the app stage.
+var leftQueue = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, build := e.ObjectOld.(*cfv1alpha1.CFBuild), e.ObjectNew.(*cfv1alpha1.CFBuild)
+		return finished(build) && !finished(old) || !build.DeletionTimestamp.IsZero() && old.DeletionTimestamp.IsZero()
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// waitingBuilds maps an object to the unfinished CFBuilds that wait for it: a CFApp to its
+// builds, a CFBuild to the other builds of its app, a CFPackage to the builds that stage it, a
+// dedicated Builder to the builds of the apps that own it, a CFSpace to every build of its
+// namespace.
+func (r *BuildReconciler) waitingBuilds(ctx context.Context, o client.Object) []ctrl.Request {
+	switch o := o.(type) {
+	case *cfv1alpha1.CFApp:
+		return r.waitingFor(ctx, o.Namespace, waitingOn("CFApp", o.Name))
+	case *cfv1alpha1.CFBuild:
+		return r.waitingFor(ctx, o.Namespace, waitingOn("CFApp", o.Spec.AppRef.Name))
+	case *cfv1alpha1.CFPackage:
+		return r.waitingFor(ctx, o.Namespace, waitingOn("CFPackage", o.Name))
+	case *kpackv1alpha2.Builder:
+		var requests []ctrl.Request
+		for _, ref := range o.OwnerReferences {
+			if ref.Kind == "CFApp" && ref.APIVersion == cfv1alpha1.GroupVersion.String() {
+				requests = append(requests, r.waitingFor(ctx, o.Namespace, waitingOn("CFApp", ref.Name))...)
+			}
+		}
+		return requests
+	case *cfv1alpha1.CFSpace:
+		return r.waitingFor(ctx, o.Name, onSpace)
+	}
+	return nil
+}
+
+// waitingFor lists the unfinished CFBuilds of a namespace under a key of waitingIndex.
+func (r *BuildReconciler) waitingFor(ctx context.Context, namespace, key string) []ctrl.Request {
+	builds := &cfv1alpha1.CFBuildList{}
+	if err := r.client.List(ctx, builds, client.InNamespace(namespace), client.MatchingFields{waitingIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the builds that wait", "namespace", namespace, "for", key)
+		return nil
+	}
+	requests := make([]ctrl.Request, len(builds.Items))
+	for i := range builds.Items {
+		requests[i] = ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&builds.Items[i])}
+	}
+	return requests
+}
+
 // stagingRequests are the CFBuilds a kpack Build may stage: the one it stages, or the rebuild
 // CFBuild named after it.
 func stagingRequests(kb *kpackv1alpha2.Build) []ctrl.Request {
 	requests := []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: kb.Name}}}
 	if guid := stagedBuild(kb); guid != "" {
 		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: guid}})
-	}
-	return requests
-}
-
-// unfinishedBuilds maps an event to the CFBuilds that have not finished, among those listed.
-func (r *BuildReconciler) unfinishedBuilds(ctx context.Context, opts ...client.ListOption) []ctrl.Request {
-	builds := &cfv1alpha1.CFBuildList{}
-	if err := r.client.List(ctx, builds, opts...); err != nil {
-		return nil
-	}
-	var requests []ctrl.Request
-	for i := range builds.Items {
-		if !finished(&builds.Items[i]) {
-			requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&builds.Items[i])})
-		}
 	}
 	return requests
 }

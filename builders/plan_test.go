@@ -83,3 +83,60 @@ var _ = Describe("planning a build", func() {
 		Expect(p.image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: in.dedicated.Name}))
 	})
 })
+
+var _ = Describe("checking a rebuild against its kpack Build", func() {
+	origin := func(name, app string) cfv1alpha1.CFBuild {
+		return cfv1alpha1.CFBuild{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: name},
+			Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: app},
+				PackageRef: corev1.LocalObjectReference{Name: app + "-package"}, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
+		}
+	}
+	kb := &kpackv1alpha2.Build{ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: "app-build-2",
+		Labels:      map[string]string{kpackv1alpha2.BuildNumberLabel: "2"},
+		Annotations: map[string]string{kpackv1alpha2.BuildReasonAnnotation: "BUILDPACK"}}}
+	rebuilt := []cfv1alpha1.CFBuild{origin("first", "app"), origin("restaged", "app")}
+
+	DescribeTable("accepts exactly the CFBuild that cf-hnc makes of the kpack Build, for any droplet it may rebuild",
+		func(change func(*cfv1alpha1.CFBuild), differs string) {
+			build := desiredRebuild(kb, &rebuilt[1])
+			change(build)
+			if differs == "" {
+				Expect(rebuildMismatch(build, kb, rebuilt)).To(BeEmpty())
+				return
+			}
+			Expect(rebuildMismatch(build, kb, rebuilt)).To(And(
+				HavePrefix(`kpack build app-build-2 makes CFBuild app-build-2 of app app, package app-package, lineage "first", kpack build number "2", reasons "BUILDPACK", and this is `),
+				ContainSubstring(differs)))
+		},
+		Entry("the rebuild, filed under another droplet it may rebuild", func(*cfv1alpha1.CFBuild) {}, ""),
+		Entry("another app's", func(b *cfv1alpha1.CFBuild) { b.Spec = origin("first", "victim").Spec }, "of app victim, package victim-package"),
+		Entry("another lineage", func(b *cfv1alpha1.CFBuild) { b.Labels[cfv1alpha1.RebuildOfLabel] = "elsewhere" }, `lineage "elsewhere"`),
+		Entry("another number", func(b *cfv1alpha1.CFBuild) { b.Labels[cfv1alpha1.KpackBuildNumberLabel] = "3" }, `kpack build number "3"`),
+		Entry("other reasons", func(b *cfv1alpha1.CFBuild) { b.Annotations[cfv1alpha1.RebuildReasonAnnotation] = "STACK" }, `reasons "STACK"`),
+		Entry("another name", func(b *cfv1alpha1.CFBuild) { b.Name = "my-build" }, "this is CFBuild my-build"),
+		Entry("another lifecycle", func(b *cfv1alpha1.CFBuild) { b.Spec.Lifecycle.Data.Stack = "cflinuxfs5" }, "this is CFBuild app-build-2"),
+	)
+
+	It("accepts no rebuild of a kpack Build that rebuilds nothing", func() {
+		Expect(rebuildMismatch(desiredRebuild(kb, &rebuilt[0]), kb, nil)).To(Equal("kpack build app-build-2 rebuilds no droplet in this namespace"))
+	})
+
+	It("takes no droplet from a succeeded kpack Build that does not bear the rebuild out, and says why", func() {
+		build := desiredRebuild(kb, &rebuilt[0])
+		build.Spec = origin("first", "victim").Spec
+		succeeded := kb.DeepCopy()
+		succeeded.Status.Conditions = corev1alpha1.Conditions{{Type: corev1alpha1.ConditionSucceeded, Status: corev1.ConditionTrue}}
+		succeeded.Status.LatestImage = "registry.local/org-a/space-1/app@sha256:1"
+		p := planStaging(stagingInputs{build: build, space: &cfv1alpha1.CFSpace{}, following: kb.Name, kpackBuild: succeeded, rebuilt: rebuilt})
+		Expect(p.conditions).To(HaveEach(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.NotARebuildReason),
+			HaveField("Message", And(HavePrefix("CFBuild app-build-2 is marked as a rebuild, but kpack build app-build-2 makes CFBuild app-build-2 of app app,"),
+				HaveSuffix("this is CFBuild app-build-2 of app victim, package victim-package, lineage \"first\", kpack build number \"2\", reasons \"BUILDPACK\": cf-hnc takes no droplet from it; delete it"))))))
+		Expect(p.droplet).To(BeNil())
+		Expect(p.rebuild).To(BeNil())
+
+		p = planStaging(stagingInputs{build: desiredRebuild(kb, &rebuilt[0]), space: &cfv1alpha1.CFSpace{}, following: kb.Name, kpackBuild: succeeded, rebuilt: rebuilt})
+		Expect(p.droplet).To(HaveField("Registry.Image", succeeded.Status.LatestImage), "the rebuild that the kpack Build bears out")
+		Expect(p.rebuild).NotTo(BeNil())
+	})
+})

@@ -2,14 +2,21 @@ package builders
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
@@ -35,18 +42,20 @@ func (r *RebuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.client.Get(ctx, req.NamespacedName, kb); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	base, err := r.rebuilt(ctx, kb)
-	if base == nil || err != nil {
+	rebuilt, err := rebuiltBuilds(ctx, r.client, kb)
+	if len(rebuilt) == 0 || err != nil {
 		return ctrl.Result{}, err
 	}
+	base := &rebuilt[0]
 	app := &cfv1alpha1.CFApp{}
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: kb.Namespace, Name: base.Spec.AppRef.Name}, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	rebuild := desiredRebuild(kb, base, app)
+	rebuild := desiredRebuild(kb, base)
+	rebuild.OwnerReferences = []metav1.OwnerReference{{APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID}}
 	err = r.client.Create(ctx, rebuild)
 	if apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.checkTaken(ctx, kb, rebuilt, app)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -56,63 +65,92 @@ func (r *RebuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, nil
 }
 
-// rebuilt returns the CFBuild whose droplet a kpack Build rebuilds, or nil if the Build is not
-// a rebuild:
+// checkTaken looks at the CFBuild that holds the name of a kpack Build's rebuild: the rebuild
+// itself, made before, or a CFBuild that somebody made under that name, which would opt the
+// app out of the rebuild. The app says so in an event; deleting that CFBuild lets cf-hnc make
+// the rebuild (SetupWithManager).
+func (r *RebuildReconciler) checkTaken(ctx context.Context, kb *kpackv1alpha2.Build, rebuilt []cfv1alpha1.CFBuild, app *cfv1alpha1.CFApp) error {
+	holder, err := get(ctx, r.client, kb.Namespace, kb.Name, &cfv1alpha1.CFBuild{})
+	if err != nil {
+		return err
+	}
+	if holder == nil {
+		return fmt.Errorf("CFBuild %s/%s was deleted as its rebuild was made; making it again", kb.Namespace, kb.Name)
+	}
+	mismatch := rebuildMismatch(holder, kb, rebuilt)
+	if mismatch == "" {
+		return nil
+	}
+	r.recorder.Eventf(app, holder, corev1.EventTypeWarning, cfv1alpha1.RebuildNameTakenReason, "Rebuild",
+		"kpack rebuilt app %s, but another CFBuild has the name of its rebuild: %s; delete CFBuild %s and cf-hnc makes the rebuild",
+		app.Name, mismatch, kb.Name)
+	return nil
+}
+
+// rebuiltBuilds returns the CFBuilds whose droplet a kpack Build may rebuild, the one its
+// rebuild is filed under first; none if the Build is not a rebuild:
 //   - a rebase that cf-hnc started names the droplet in its RebaseOfLabel;
 //   - a rebase of an app's Image (reason exactly STACK; never a push, whose reasons include
-//     CONFIG) rebases the droplet image in its spec.lastBuild: the CFBuild with that droplet,
-//     which is not the CFBuild in its environment when the Image's latest push failed;
+//     CONFIG) rebases the droplet image in its spec.lastBuild: the CFBuilds of the app with
+//     that droplet (dropletBuilds), which are not the CFBuild in its environment when the
+//     Image's latest push failed;
 //   - any other build of the Image later than the one that staged the CFBuild in its
 //     environment rebuilds that CFBuild's package.
-func (r *RebuildReconciler) rebuilt(ctx context.Context, kb *kpackv1alpha2.Build) (*cfv1alpha1.CFBuild, error) {
+func rebuiltBuilds(ctx context.Context, c client.Reader, kb *kpackv1alpha2.Build) ([]cfv1alpha1.CFBuild, error) {
 	if droplet := kb.Labels[RebaseOfLabel]; droplet != "" {
 		if !ownedByApp(kb) {
 			return nil, nil // cf-hnc's rebases are owned by their app
 		}
-		return get(ctx, r.client, kb.Namespace, droplet, &cfv1alpha1.CFBuild{})
+		rebased, err := get(ctx, c, kb.Namespace, droplet, &cfv1alpha1.CFBuild{})
+		if rebased == nil || err != nil {
+			return nil, err
+		}
+		return []cfv1alpha1.CFBuild{*rebased}, nil
 	}
 	guid := stagedBuild(kb)
 	if guid == "" {
 		return nil, nil // a kpack Build of an Image that cf-hnc did not make
 	}
 	if last := kb.Spec.LastBuild; kb.Annotations[kpackv1alpha2.BuildReasonAnnotation] == stackOnly && last != nil && last.Image != "" {
-		rebased, err := r.dropletBuild(ctx, kb.Namespace, kb.Labels[kpackv1alpha2.ImageLabel], last.Image)
-		if rebased != nil || err != nil {
+		rebased, err := dropletBuilds(ctx, c, kb.Namespace, kb.Labels[kpackv1alpha2.ImageLabel], last.Image)
+		if len(rebased) > 0 || err != nil {
 			return rebased, err
 		}
 	}
-	origin, err := get(ctx, r.client, kb.Namespace, guid, &cfv1alpha1.CFBuild{})
-	if origin == nil || err != nil || !r.isRebuildOf(ctx, kb, origin) {
+	origin, err := get(ctx, c, kb.Namespace, guid, &cfv1alpha1.CFBuild{})
+	if origin == nil || err != nil {
 		return nil, err
 	}
-	return origin, nil
+	if rebuild, err := isRebuildOf(ctx, c, kb, origin); !rebuild || err != nil {
+		return nil, err
+	}
+	return []cfv1alpha1.CFBuild{*origin}, nil
 }
 
-// dropletBuild returns a CFBuild of an app whose droplet is image: the one the app runs if it
-// is one (a restage with nothing changed stages the same image again), else the first; nil if
-// there is none.
-func (r *RebuildReconciler) dropletBuild(ctx context.Context, namespace, app, image string) (*cfv1alpha1.CFBuild, error) {
-	running, err := get(ctx, r.client, namespace, app, &cfv1alpha1.CFApp{})
+// dropletBuilds returns the CFBuilds of an app whose droplet is image: the one the app runs
+// first if it is one (a restage with nothing changed stages the same image again), then the
+// others, oldest first.
+func dropletBuilds(ctx context.Context, c client.Reader, namespace, app, image string) ([]cfv1alpha1.CFBuild, error) {
+	running, err := get(ctx, c, namespace, app, &cfv1alpha1.CFApp{})
 	if running == nil || err != nil {
 		return nil, err
 	}
 	builds := &cfv1alpha1.CFBuildList{}
-	if err := r.client.List(ctx, builds, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, builds, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
-	var found *cfv1alpha1.CFBuild
-	for i := range builds.Items {
-		b := &builds.Items[i]
-		if b.Spec.AppRef.Name != app || b.Status.Droplet == nil || !sameImage(b.Status.Droplet.Registry.Image, image) {
-			continue
+	found := slices.DeleteFunc(builds.Items, func(b cfv1alpha1.CFBuild) bool {
+		return b.Spec.AppRef.Name != app || b.Status.Droplet == nil || !sameImage(b.Status.Droplet.Registry.Image, image)
+	})
+	slices.SortFunc(found, func(a, b cfv1alpha1.CFBuild) int {
+		switch running.Spec.CurrentDropletRef.Name {
+		case a.Name:
+			return -1
+		case b.Name:
+			return 1
 		}
-		if b.Name == running.Spec.CurrentDropletRef.Name {
-			return b, nil
-		}
-		if found == nil || olderFirst(b, found) < 0 {
-			found = b
-		}
-	}
+		return olderFirst(&a, &b)
+	})
 	return found, nil
 }
 
@@ -128,22 +166,22 @@ func ownedByApp(kb *kpackv1alpha2.Build) bool {
 
 // isRebuildOf says whether a kpack Build with the origin's name in its environment is a later
 // build than the one that staged the origin.
-func (r *RebuildReconciler) isRebuildOf(ctx context.Context, kb *kpackv1alpha2.Build, origin *cfv1alpha1.CFBuild) bool {
+func isRebuildOf(ctx context.Context, c client.Reader, kb *kpackv1alpha2.Build, origin *cfv1alpha1.CFBuild) (bool, error) {
 	if origin.Status.KpackBuild == "" || origin.Status.KpackBuild == kb.Name {
-		return false
+		return false, nil
 	}
-	staged := &kpackv1alpha2.Build{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: kb.Namespace, Name: origin.Status.KpackBuild}, staged); err == nil {
-		return buildNumber(kb) > buildNumber(staged)
+	staged, err := get(ctx, c, kb.Namespace, origin.Status.KpackBuild, &kpackv1alpha2.Build{})
+	if staged == nil || err != nil {
+		// kpack has pruned the origin's build from its history; only later builds are left.
+		return err == nil, err
 	}
-	// kpack has pruned the origin's build from its history; only later builds are left.
-	return true
+	return buildNumber(kb) > buildNumber(staged), nil
 }
 
 // desiredRebuild is the CFBuild of a rebuild of a droplet: that droplet's app, package and
-// lifecycle, in its lineage, bound to the kpack Build, owned by the app so that it goes with
-// it. A rebase that cf-hnc started has no kpack build number.
-func desiredRebuild(kb *kpackv1alpha2.Build, rebuilt *cfv1alpha1.CFBuild, app *cfv1alpha1.CFApp) *cfv1alpha1.CFBuild {
+// lifecycle, in its lineage, bound to the kpack Build. A rebase that cf-hnc started has no
+// kpack build number. The reconciler makes the app its owner, so that it goes with it.
+func desiredRebuild(kb *kpackv1alpha2.Build, rebuilt *cfv1alpha1.CFBuild) *cfv1alpha1.CFBuild {
 	labels := map[string]string{
 		cfv1alpha1.RebuildOfLabel:  lineageOf(rebuilt),
 		cfv1alpha1.KpackBuildLabel: kb.Name,
@@ -157,21 +195,64 @@ func desiredRebuild(kb *kpackv1alpha2.Build, rebuilt *cfv1alpha1.CFBuild, app *c
 			Name:        kb.Name,
 			Labels:      labels,
 			Annotations: map[string]string{cfv1alpha1.RebuildReasonAnnotation: kb.Annotations[kpackv1alpha2.BuildReasonAnnotation]},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID,
-			}},
 		},
 		Spec: rebuilt.Spec,
 	}
 }
 
+// rebuildMismatch says how a CFBuild marked as the rebuild of kpack Build kb differs from the
+// CFBuild that cf-hnc makes of kb for any of rebuilt, the CFBuilds whose droplet kb may
+// rebuild (rebuiltBuilds): its name, app, package and lifecycle, lineage, kpack build number
+// and reasons; "" when it is that CFBuild. Only cf-hnc may mark a CFBuild as a rebuild
+// (config/policies); this check holds without that policy.
+func rebuildMismatch(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build, rebuilt []cfv1alpha1.CFBuild) string {
+	if len(rebuilt) == 0 {
+		return fmt.Sprintf("kpack build %s rebuilds no droplet in this namespace", kb.Name)
+	}
+	for i := range rebuilt {
+		if sameRebuild(build, desiredRebuild(kb, &rebuilt[i])) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("kpack build %s makes %s, and this is %s", kb.Name, describeRebuild(desiredRebuild(kb, &rebuilt[0])), describeRebuild(build))
+}
+
+// sameRebuild says whether two CFBuilds are the same rebuild: same name, marks and spec.
+func sameRebuild(a, b *cfv1alpha1.CFBuild) bool {
+	return a.Name == b.Name &&
+		slices.IndexFunc(cfv1alpha1.OwnedBuildMetadata, func(key string) bool { return buildMark(a, key) != buildMark(b, key) }) < 0 &&
+		equality.Semantic.DeepEqual(a.Spec, b.Spec)
+}
+
+// buildMark is the value of one of the labels or the annotation that mark a rebuild.
+func buildMark(b *cfv1alpha1.CFBuild, key string) string {
+	if key == cfv1alpha1.RebuildReasonAnnotation {
+		return b.Annotations[key]
+	}
+	return b.Labels[key]
+}
+
+func describeRebuild(b *cfv1alpha1.CFBuild) string {
+	return fmt.Sprintf("CFBuild %s of app %s, package %s, lineage %q, kpack build number %q, reasons %q",
+		b.Name, b.Spec.AppRef.Name, b.Spec.PackageRef.Name, b.Labels[cfv1alpha1.RebuildOfLabel],
+		b.Labels[cfv1alpha1.KpackBuildNumberLabel], b.Annotations[cfv1alpha1.RebuildReasonAnnotation])
+}
+
 // +kubebuilder:rbac:groups=kpack.io,resources=builds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfbuilds/rebuild,verbs=create
 
-// SetupWithManager registers the reconciler for kpack Builds.
+// SetupWithManager registers the reconciler for kpack Builds, and for the deletion of a
+// CFBuild that held the name of a kpack Build's rebuild.
 func (r *RebuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	deleted := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rebuild").
 		For(&kpackv1alpha2.Build{}).
+		// A rebuild is named after its kpack Build: the request names that kpack Build.
+		Watches(&cfv1alpha1.CFBuild{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(deleted)).
 		Complete(r)
 }

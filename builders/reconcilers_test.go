@@ -14,9 +14,11 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,13 +45,19 @@ func (fakeDroplets) ProcessTypes(context.Context, string, authn.Keychain) ([]cfv
 // would, and the ClusterBuilder's status as kpack reports a new run image.
 var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 	const (
-		root, org, space = "cf", "org-1", "space-1"
-		clusterBuilder   = "cf.default"
-		repository       = "registry.local/org-1/space-1"
-		rollout          = "rollout"
-		treeDepth        = root + hncv1alpha2.LabelTreeDepthSuffix
+		root           = "cf"
+		org            = "6c0e3f5a-0000-4000-8000-0000000000a1"
+		space          = "9d1b7c20-0000-4000-8000-0000000000b1"
+		clusterBuilder = "cf.default"
+		repository     = "registry.local/org-1/space-1"
+		rollout        = "rollout"
+		treeDepth      = root + hncv1alpha2.LabelTreeDepthSuffix
 	)
-	var k8s client.Client
+	var (
+		k8s client.Client
+		// buildReconciler is the build reconciler that the manager runs, for its map of events.
+		buildReconciler *BuildReconciler
+	)
 
 	BeforeAll(func(ctx SpecContext) {
 		SetDefaultEventuallyTimeout(20 * time.Second)
@@ -75,7 +83,8 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		c := mgr.GetClient()
-		Expect(NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), fakeDroplets{}, 2).SetupWithManager(mgr)).To(Succeed())
+		buildReconciler = NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), fakeDroplets{}, 2)
+		Expect(buildReconciler.SetupWithManager(mgr)).To(Succeed())
 		Expect(NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr)).To(Succeed())
 		Expect(NewAppReconciler(c, mgr.GetEventRecorder("cf-hnc-app"), root).SetupWithManager(mgr)).To(Succeed())
 		Expect(NewRolloutReconciler(c, 1).SetupWithManager(mgr)).To(Succeed())
@@ -89,7 +98,8 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: org, Labels: map[string]string{treeDepth: "1", cfv1alpha1.OrgGUIDLabel: org}}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: space,
 				Labels: map[string]string{treeDepth: "2", cfv1alpha1.OrgGUIDLabel: org, cfv1alpha1.SpaceGUIDLabel: space}}},
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rollout}},
+			// In CF's tree: the rollout paces only the pods there.
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rollout, Labels: map[string]string{treeDepth: "1"}}},
 			&cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}, Spec: cfv1alpha1.CFOrgSpec{DisplayName: "org"}},
 			&cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: space}, Spec: cfv1alpha1.CFSpaceSpec{DisplayName: "space"}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "cf-registry-org"}, Type: corev1.SecretTypeDockerConfigJson,
@@ -299,7 +309,10 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 			p := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: rollout, Name: name,
 					Labels:      map[string]string{kpackv1alpha2.BuildLabel: name},
-					Annotations: map[string]string{kpackv1alpha2.BuildReasonAnnotation: reason}},
+					Annotations: map[string]string{kpackv1alpha2.BuildReasonAnnotation: reason},
+					// As kpack makes it: its Build controls it.
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: kpackv1alpha2.SchemeGroupVersion.String(), Kind: kpackv1alpha2.BuildKind,
+						Name: name, UID: types.UID("uid-" + name), Controller: ptr.To(true)}}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "completion", Image: "kpack/completion"}}},
 			}
 			Expect(gate(p)).To(BeTrue())
@@ -361,6 +374,100 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		testenvUpdate(ctx, k8s, restaged, func() { restaged.Spec.CurrentDropletRef.Name = first.Name })
 		Eventually(func() string { return getApp(ctx, restaged)().Spec.CurrentDropletRef.Name }).Should(Equal(rebase.Name),
 			"the rebase of the same image counts for the first build's droplet too")
+	})
+
+	It("takes no droplet from a CFBuild marked as a rebuild of another app's kpack Build, and moves no app to it", func(ctx SpecContext) {
+		victim := createApp(ctx)
+		push := stage(ctx, victim.Name)
+		succeed(ctx, k8s, kpackBuilds(ctx, victim.Name, "1", "CONFIG", push.Name, nil, r5), "registry.local/org-1/space-1/victim@sha256:v1", r5, nodejsDroplet)
+		Eventually(cfBuild(ctx, push.Name)).Should(HaveField("Status.Droplet", Not(BeNil())))
+		testenvUpdate(ctx, k8s, victim, func() { victim.Spec.CurrentDropletRef.Name = push.Name })
+		other := createApp(ctx)
+		otherPush := stage(ctx, other.Name)
+		succeed(ctx, k8s, kpackBuilds(ctx, other.Name, "1", "CONFIG", otherPush.Name, nil, r5), "registry.local/org-1/space-1/other@sha256:o1", r5, nodejsDroplet)
+		Eventually(cfBuild(ctx, otherPush.Name)).Should(HaveField("Status.Droplet", Not(BeNil())))
+		upgraded := kpackBuilds(ctx, other.Name, "2", "BUILDPACK", otherPush.Name,
+			&kpackv1alpha2.LastBuild{Image: "registry.local/org-1/space-1/other@sha256:o1", StackId: jammy}, r5)
+		succeed(ctx, k8s, upgraded, "registry.local/org-1/space-1/other@sha256:o2", r5, upgradedDroplet)
+		Eventually(cfBuild(ctx, upgraded.Name)).Should(HaveField("Status.Droplet", Not(BeNil())), "the other app's rebuild")
+		o := &cfv1alpha1.CFOrg{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: org}}
+		testenvUpdate(ctx, k8s, o, func() { o.Spec.BuildpackUpgradePolicy = cfv1alpha1.AutomaticUpgrades })
+		DeferCleanup(func(ctx SpecContext) {
+			testenvUpdate(ctx, k8s, o, func() { o.Spec.BuildpackUpgradePolicy = cfv1alpha1.HeldUpgrades })
+		})
+		Eventually(dropletCurrent(ctx, victim)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+
+		// Marked as a rebuild of the victim's droplet that follows the other app's rebuild: past
+		// the admission policy, by anyone who may.
+		forged := &cfv1alpha1.CFBuild{
+			ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID()),
+				Labels: map[string]string{cfv1alpha1.RebuildOfLabel: push.Name, cfv1alpha1.KpackBuildLabel: upgraded.Name,
+					cfv1alpha1.KpackBuildNumberLabel: "2"},
+				Annotations: map[string]string{cfv1alpha1.RebuildReasonAnnotation: "BUILDPACK"}},
+			Spec: push.Spec,
+		}
+		Expect(k8s.Create(ctx, forged)).To(Succeed())
+		Eventually(cfBuild(ctx, forged.Name)).Should(HaveField("Status.Conditions", ContainElement(And(
+			HaveField("Type", cfv1alpha1.SucceededCondition), HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", cfv1alpha1.NotARebuildReason),
+			HaveField("Message", ContainSubstring("kpack build %s makes CFBuild %s of app %s", upgraded.Name, upgraded.Name, other.Name))))))
+		Expect(cfBuild(ctx, forged.Name)()).To(And(HaveField("Status.Droplet", BeNil()), HaveField("Status.Rebuild", BeNil())))
+		Consistently(getApp(ctx, victim), "2s").Should(And(
+			HaveField("Spec.CurrentDropletRef.Name", push.Name), HaveField("Status.HeldDropletRef", BeNil())))
+	})
+
+	It("says so when another CFBuild holds the name of an app's rebuild, and makes the rebuild once it is deleted", func(ctx SpecContext) {
+		squatted := createApp(ctx)
+		push := stage(ctx, squatted.Name)
+		image := "registry.local/org-1/space-1/squatted@sha256:q1"
+		succeed(ctx, k8s, kpackBuilds(ctx, squatted.Name, "1", "CONFIG", push.Name, nil, r5), image, r5, nodejsDroplet)
+		Eventually(cfBuild(ctx, push.Name)).Should(HaveField("Status.Droplet", Not(BeNil())))
+		testenvUpdate(ctx, k8s, squatted, func() { squatted.Spec.CurrentDropletRef.Name = push.Name })
+
+		// The name of kpack's next build of the app, taken first by an ordinary build.
+		squatter := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: squatted.Name + "-build-2"},
+			Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: squatted.Name}, PackageRef: corev1.LocalObjectReference{Name: "never"},
+				Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+		Expect(k8s.Create(ctx, squatter)).To(Succeed())
+		rebuild := kpackBuilds(ctx, squatted.Name, "2", "BUILDPACK", push.Name, &kpackv1alpha2.LastBuild{Image: image, StackId: jammy}, r5)
+		Expect(rebuild.Name).To(Equal(squatter.Name))
+		Eventually(eventsAbout(ctx, k8s, squatted)).Should(ContainElement(And(
+			HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", cfv1alpha1.RebuildNameTakenReason),
+			HaveField("Note", ContainSubstring("delete CFBuild %s and cf-hnc makes the rebuild", squatter.Name)))))
+		Expect(cfBuild(ctx, squatter.Name)()).To(HaveField("Labels", Not(HaveKey(cfv1alpha1.KpackBuildLabel))), "cf-hnc leaves the squatter as it is")
+
+		Expect(k8s.Delete(ctx, squatter)).To(Succeed())
+		Eventually(cfBuild(ctx, rebuild.Name)).Should(HaveField("Labels", And(
+			HaveKeyWithValue(cfv1alpha1.KpackBuildLabel, rebuild.Name), HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, push.Name))))
+	})
+
+	It("maps a change only to the builds that wait for what changed, however many others wait in the namespace", func(ctx SpecContext) {
+		const flood = 40
+		for range flood {
+			stage(ctx, string(uuid.NewUUID())) // each waits for an app that does not exist
+		}
+		app := createApp(ctx)
+		pkg := &cfv1alpha1.CFPackage{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: app.Name}}}
+		Expect(k8s.Create(ctx, pkg)).To(Succeed())
+		build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: app.Name}, PackageRef: corev1.LocalObjectReference{Name: pkg.Name},
+				Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+		Expect(k8s.Create(ctx, build)).To(Succeed())
+		Eventually(cfBuild(ctx, build.Name)).Should(HaveField("Status.Conditions", ContainElement(HaveField("Message", ContainSubstring("package %s is not uploaded", pkg.Name)))))
+
+		request := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(build)}
+		waiting := ConsistOf(request)
+		Expect(buildReconciler.waitingBuilds(ctx, pkg)).To(waiting, "its package")
+		Expect(buildReconciler.waitingBuilds(ctx, app)).To(waiting, "its app")
+		Expect(buildReconciler.waitingBuilds(ctx, &kpackv1alpha2.Builder{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "cf-lifecycle-x",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID}}}})).
+			To(waiting, "a dedicated Builder of its app")
+		Expect(buildReconciler.waitingBuilds(ctx, &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "earlier"},
+			Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: app.Name}}})).To(waiting, "another build of its app, which left the queue")
+		Expect(buildReconciler.waitingBuilds(ctx, &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: space}})).To(And(
+			ContainElement(request), WithTransform(func(r []ctrl.Request) int { return len(r) }, BeNumerically(">", flood))),
+			"its space, which every build of the namespace waits for")
 	})
 
 	It("lets a build outside CF's tree wait, saying that its namespace cannot build", func(ctx SpecContext) {

@@ -7,9 +7,11 @@ import (
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Pacing a rollout. kpack starts a rebuild of every Image on a Builder as soon as the Builder
@@ -20,6 +22,13 @@ import (
 // stack fixes first. Pushes are not gated. A gated pod is not scheduled: nothing runs it, and
 // its Build waits, neither failed nor timing out. With the manager down, the webhook fails
 // open: pods are then made without the gate and run at once, as they would without cf-hnc.
+//
+// Only kpack's pods in CF's tree take part: a pod that a kpack Build controls, in a namespace
+// that the manager caches (manager.Options caches only the namespaces of CF's tree). Anybody who
+// may create pods somewhere can put kpack's label and cf-hnc's annotation on them; such pods
+// must neither hold the foundation's rebuilds back nor be written by the manager. Only kpack may
+// put the label on a pod (config/policies/rebuilds.yaml), and the manager may change nothing
+// of a pod but the gate, in the tree only (config/policies/manager.yaml).
 
 const (
 	// RolloutGate is the scheduling gate on a rebuild pod that waits for its turn.
@@ -75,7 +84,7 @@ func unscheduled(pod *corev1.Pod) *corev1.PodCondition {
 // isRebuildPod says whether a pod is kpack's pod of a rebuild: every reason of its Build is one
 // that no push gives.
 func isRebuildPod(pod *corev1.Pod) bool {
-	if _, ok := pod.Labels[kpackv1alpha2.BuildLabel]; !ok {
+	if _, ok := pod.Labels[kpackv1alpha2.BuildLabel]; !ok || !controlledByBuild(pod) {
 		return false
 	}
 	reasons := pod.Annotations[kpackv1alpha2.BuildReasonAnnotation]
@@ -95,6 +104,21 @@ func gate(pod *corev1.Pod) bool {
 	return true
 }
 
+// controlledByBuild says whether a kpack Build is the pod's controller, as it is of every pod
+// that kpack makes for a Build.
+func controlledByBuild(pod *corev1.Pod) bool {
+	owner := metav1.GetControllerOfNoCopy(pod)
+	return owner != nil && owner.Kind == kpackv1alpha2.BuildKind &&
+		strings.HasPrefix(owner.APIVersion, kpackv1alpha2.SchemeGroupVersion.Group+"/")
+}
+
+// paced says whether the rollout counts a pod, and may let it run: a pod that cf-hnc's webhook
+// gated, that a kpack Build controls, in a namespace of CF's tree.
+func paced(pod *corev1.Pod, tree sets.Set[string]) bool {
+	_, ok := pod.Annotations[PacedAnnotation]
+	return ok && tree.Has(pod.Namespace) && controlledByBuild(pod)
+}
+
 func gated(pod *corev1.Pod) bool {
 	return slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == RolloutGate })
 }
@@ -109,15 +133,16 @@ type rolloutPlan struct {
 	release          []*corev1.Pod
 }
 
-// planRollout decides which gated rebuild pods may run: as many as keep at most limit paced
-// pods running (no limit if limit < 1), stack fixes first, then the oldest. Pods in released had
-// their gate lifted already, whatever the (possibly stale) pods say.
-func planRollout(pods []corev1.Pod, limit int, released map[types.UID]bool) rolloutPlan {
+// planRollout decides which gated rebuild pods in the tree's namespaces may run: as many as
+// keep at most limit paced pods running (no limit if limit < 1), stack fixes first, then the
+// oldest. Pods in released had their gate lifted already, whatever the (possibly stale) pods
+// say. Pods outside the tree, or that no kpack Build controls, are neither counted nor let run.
+func planRollout(pods []corev1.Pod, tree sets.Set[string], limit int, released map[types.UID]bool) rolloutPlan {
 	var p rolloutPlan
 	var waiting []*corev1.Pod
 	for i := range pods {
 		pod := &pods[i]
-		if _, paced := pod.Annotations[PacedAnnotation]; !paced || podDone(pod) {
+		if !paced(pod, tree) || podDone(pod) {
 			continue
 		}
 		if gated(pod) && !released[pod.UID] {

@@ -5,8 +5,10 @@ import (
 	"slices"
 	"sync"
 
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +38,7 @@ func NewRolloutReconciler(c client.Client, limit int) *RolloutReconciler {
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile lifts the gate of the rebuild pods whose turn it is.
 func (r *RolloutReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
@@ -43,10 +46,14 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl
 	if err := r.client.List(ctx, pods, client.MatchingLabelsSelector{Selector: BuildPodSelector}); err != nil {
 		return ctrl.Result{}, err
 	}
+	tree, err := r.treeNamespaces(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.forgetSeen(pods.Items)
-	plan := planRollout(pods.Items, r.limit, r.released)
+	plan := planRollout(pods.Items, tree, r.limit, r.released)
 	rebuildPods.WithLabelValues("waiting").Set(float64(plan.waiting))
 	rebuildPods.WithLabelValues("running").Set(float64(plan.running))
 	for _, pod := range plan.release {
@@ -65,8 +72,22 @@ func (r *RolloutReconciler) release(ctx context.Context, pod *corev1.Pod) error 
 		return err
 	}
 	r.released[pod.UID] = true
-	ctrl.LoggerFrom(ctx).Info("Let a rebuild pod run", "pod", client.ObjectKeyFromObject(pod), "reason", pod.Annotations["image.kpack.io/reason"])
+	ctrl.LoggerFrom(ctx).Info("Let a rebuild pod run", "pod", client.ObjectKeyFromObject(pod), "reason", pod.Annotations[kpackv1alpha2.BuildReasonAnnotation])
 	return nil
+}
+
+// treeNamespaces are the names of the namespaces of CF's tree: the manager's cache holds those
+// and no other (manager.Options), as the build reconciler relies on to find spaces.
+func (r *RolloutReconciler) treeNamespaces(ctx context.Context) (sets.Set[string], error) {
+	namespaces := &corev1.NamespaceList{}
+	if err := r.client.List(ctx, namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	tree := sets.New[string]()
+	for i := range namespaces.Items {
+		tree.Insert(namespaces.Items[i].Name)
+	}
+	return tree, nil
 }
 
 // forgetSeen forgets the released pods that the cache shows without their gate, or not at all.

@@ -20,14 +20,15 @@ import (
 //	                                         is on the stack's latest run image ("latest"), on an
 //	                                         older one ("outdated"), on a stack their Builder no
 //	                                         longer gives ("unavailable") or not known ("unknown")
-//	cf_hnc_rebuild_pods{state}               paced rebuild pods "waiting" for their turn or "running"
+//	cf_hnc_rebuild_pods{state}               paced rebuild pods of kpack Builds in CF's tree
+//	                                         "waiting" for their turn or "running"
 //
 // During a stack fix, outdated falls to zero as apps are rebased; apps that stay outdated say
 // why in their DropletCurrent reason (Rebuilding, RebuildFailed, ...).
 
 var rebuildPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "cf_hnc_rebuild_pods",
-	Help: "Rebuild pods that cf-hnc paces, by state: waiting for their turn, or running.",
+	Help: "Rebuild pods of kpack Builds in CF's tree that cf-hnc paces, by state: waiting for their turn, or running.",
 }, []string{"state"})
 
 var (

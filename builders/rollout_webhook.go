@@ -26,7 +26,8 @@ type rebuildPodGater struct{}
 
 var _ admission.Defaulter[*corev1.Pod] = rebuildPodGater{}
 
-// Default gates a rebuild pod; it leaves every other pod as it is.
+// Default gates a rebuild pod that a kpack Build controls, which the rollout will let run; it
+// leaves every other pod as it is.
 func (rebuildPodGater) Default(_ context.Context, pod *corev1.Pod) error {
 	gate(pod)
 	return nil

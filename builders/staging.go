@@ -27,6 +27,9 @@ type stagingInputs struct {
 	// kpackBuild is that kpack Build, or else the one kpack started for the CFBuild; nil if
 	// there is none.
 	kpackBuild *kpackv1alpha2.Build
+	// rebuilt are, for a rebuild, the CFBuilds whose droplet its kpack Build may rebuild: what
+	// the kpack Build bears out (rebuildMismatch).
+	rebuilt []cfv1alpha1.CFBuild
 	// processes are the droplet's processes, read once the kpack Build succeeded.
 	processes []cfv1alpha1.ProcessType
 	// failedStep is the step of the kpack Build's pod that failed, read once it failed.
@@ -104,6 +107,15 @@ func planStaging(in stagingInputs) stagingPlan {
 	return p
 }
 
+// failed is the plan of a build that ended without a droplet, before or without kpack.
+func failed(reason, format string, args ...any) stagingPlan {
+	message := fmt.Sprintf(format, args...)
+	return stagingPlan{conditions: []metav1.Condition{
+		{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+		{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+	}}
+}
+
 // waiting is the plan of a build that cannot start yet: not failed, not staging.
 func waiting(reason, format string, args ...any) stagingPlan {
 	message := fmt.Sprintf(format, args...)
@@ -113,18 +125,24 @@ func waiting(reason, format string, args ...any) stagingPlan {
 	}}
 }
 
-// follow mirrors the kpack Build into the CFBuild, with the droplet once it succeeded.
+// follow mirrors the kpack Build into the CFBuild, with the droplet once it succeeded. A
+// CFBuild marked as a rebuild follows its kpack Build only if that Build bears it out.
 func follow(in stagingInputs) stagingPlan {
 	kb := in.kpackBuild
 	if kb == nil {
-		message := fmt.Sprintf("kpack build %s does not exist any more", in.following)
-		return stagingPlan{kpackBuild: in.following, conditions: []metav1.Condition{
-			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message},
-			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.KpackBuildMissingReason, Message: message},
-		}}
+		p := failed(cfv1alpha1.KpackBuildMissingReason, "kpack build %s does not exist any more", in.following)
+		p.kpackBuild = in.following
+		return p
+	}
+	_, rebuild := in.build.Labels[cfv1alpha1.KpackBuildLabel]
+	if rebuild {
+		if mismatch := rebuildMismatch(in.build, kb, in.rebuilt); mismatch != "" {
+			return failed(cfv1alpha1.NotARebuildReason,
+				"CFBuild %s is marked as a rebuild, but %s: cf-hnc takes no droplet from it; delete it", in.build.Name, mismatch)
+		}
 	}
 	p := stagingPlan{kpackBuild: kb.Name, builder: kb.Annotations[kpackv1alpha2.BuilderNameAnnotation]}
-	if _, rebuild := in.build.Labels[cfv1alpha1.KpackBuildLabel]; rebuild {
+	if rebuild {
 		p.rebuild = &cfv1alpha1.RebuildStatus{RunImage: kb.Spec.RunImage.Image}
 		if kb.Spec.LastBuild != nil {
 			p.rebuild.Image = kb.Spec.LastBuild.Image

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -39,9 +40,16 @@ var _ = Describe("Bad input", Ordered, func() {
 		stray.Namespace = "default"
 		refused(ctx, k8s, stray, `orgs are created in the root namespace "cf"`)
 
-		dotted := newOrgObject("dotted")
-		dotted.Name = "with.dots"
-		refused(ctx, k8s, dotted, "not a valid GUID", "(a CF GUID such as")
+		// An org's or a space's name names its namespace: only a GUID, so that no org manager can
+		// claim a namespace that the cluster uses for something else. The CRD refuses it.
+		for _, name := range []string{"istio-system", "with.dots", strings.ToUpper(string(uuid.NewUUID()))} {
+			squatter := newOrgObject("squatter")
+			squatter.Name = name
+			refused(ctx, k8s, squatter, "a lowercase UUID (8-4-4-4-12 hexadecimal digits) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10")
+		}
+		monitoring := newSpaceObject(org, "monitoring")
+		monitoring.Name = "monitoring"
+		refused(ctx, k8s, monitoring, cfv1alpha1.ValidateNamespaceGUID(monitoring.Name))
 
 		taken := newOrgObject(strings.ToUpper(orgName(ctx, org)))
 		refused(ctx, k8s, taken, "Organization '"+taken.Spec.DisplayName+"' already exists.")
@@ -54,6 +62,18 @@ var _ = Describe("Bad input", Ordered, func() {
 		app := newApp(space, defaultLifecycle)
 		app.Spec.DesiredState = "RUNNING"
 		refused(ctx, k8s, app, `spec.desiredState: Unsupported value: "RUNNING": supported values: "STOPPED", "STARTED"`)
+
+		// Bounded sizes: every CF object is cached by cf-hnc, so no field a tenant writes is unbounded.
+		named := newApp(space, defaultLifecycle)
+		named.Spec.DisplayName = strings.Repeat("n", 256)
+		refused(ctx, k8s, named, "spec.displayName: Too long: may not be more than 255 bytes")
+		refused(ctx, k8s, newApp(space, cfv1alpha1.LifecycleData{Buildpacks: slices.Repeat([]string{"cf-hnc/procfile"}, 21)}),
+			"spec.lifecycle.data.buildpacks: Too many: 21: must have at most 20 items")
+		refused(ctx, k8s, &cfv1alpha1.CFPackage{
+			ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: "app"},
+				Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{Image: "registry.local/" + strings.Repeat("p", 4096)}}},
+		}, "spec.source.registry.image: Too long: may not be more than 4096 bytes")
 
 		cfOrg := &cfv1alpha1.CFOrg{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: root, Name: org}, cfOrg)).To(Succeed())

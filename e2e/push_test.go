@@ -200,8 +200,8 @@ var _ = Describe("Pushing with kubectl cf", func() {
 		Expect(out).To(MatchRegexp(`(?m)^App "web" is STARTED with droplet ([0-9a-f-]{36}):$`))
 		Expect(cf("apps", "-n", space, "--as", user)).To(MatchRegexp(`(?m)^web\s+[0-9a-f-]{36}\s+STARTED\s+`))
 
-		By("listing the orgs by name is for org members and operators")
-		Expect(cfFails("push", "web", "-o", org, "-s", "dev", "-p", appSource(), "--as", user)).To(ContainSubstring("you may not list orgs (only org members and operators may); name your space by its namespace instead, --namespace <space GUID>"))
+		By("listing the orgs by name is for operators")
+		Expect(cfFails("push", "web", "-o", org, "-s", "dev", "-p", appSource(), "--as", user)).To(ContainSubstring("you may not list orgs (only operators may); name your space by its namespace instead, --namespace <space GUID>"))
 	})
 
 	DescribeTable("refuses a lifecycle that cannot be built, before anything is uploaded or created",

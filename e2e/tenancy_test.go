@@ -2,8 +2,15 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
@@ -17,13 +24,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/dockerconfig"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
 
 // The tenancy specs act as a CF space developer of org A, with exactly the rights of the
-// cf-space-developer role in one space (config/rbac/cf_roles.yaml), against the real
-// apiserver, HNC, kpack and cf-hnc's admission policies, and try every way out of that space.
+// cf-space-developer role in one space and of cf-org-user in its org, which Cloud Foundry gives
+// every member of a space (config/rbac/cf_roles.yaml), against the real apiserver, HNC, kpack
+// and cf-hnc's admission policies, and try every way out of that space.
 var _ = Describe("A space developer", Ordered, func() {
 	var (
 		orgA, spaceA, otherSpaceA, orgB, spaceB string
@@ -59,7 +69,7 @@ var _ = Describe("A space developer", Ordered, func() {
 		original := copied.DeepCopy()
 		copied.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"evil.example":{"auth":"eDp5"}}}`)
 		Expect(dev.Update(ctx, copied)).To(BeForbidden())
-		Expect(dev.Delete(ctx, copied)).To(MatchError(ContainSubstring("hnc.x-k8s.io")), "HNC's webhook guards its copies")
+		Expect(dev.Delete(ctx, copied)).To(BeForbidden(), "cf-hnc-build-config keeps it, and HNC's webhook guards its copies")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(copied), copied)).To(Succeed())
 		Expect(copied.Data).To(Equal(original.Data))
 	})
@@ -194,22 +204,328 @@ var _ = Describe("A space developer", Ordered, func() {
 	})
 })
 
-// spaceDeveloper binds a user to the cf-space-developer role in a space, as a space manager
-// would, and returns a client that acts as that user.
+// The org manager specs act as a CF org manager, with exactly the cf-org-manager role in its
+// org's namespace, which HNC copies into every space of the org.
+var _ = Describe("An org manager", Ordered, func() {
+	var (
+		org, space, user string
+		manager          client.Client
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		org = createOrg(ctx, "managed-"+string(uuid.NewUUID())[:8])
+		space = createSpace(ctx, org, "dev")
+		user = "olivia-" + string(uuid.NewUUID())[:8]
+		manager = orgManager(ctx, user, org)
+	})
+
+	It("grants the org roles in its org, which HNC copies into every space, and the space roles in a space", func(ctx SpecContext) {
+		orgUser := roleBinding(org, "oscar-"+string(uuid.NewUUID())[:8], "cf-org-user")
+		Expect(manager.Create(ctx, orgUser)).To(Succeed())
+		copied := client.ObjectKey{Namespace: space, Name: orgUser.Name}
+		Eventually(func() error { return k8s.Get(ctx, copied, &rbacv1.RoleBinding{}) }).Should(Succeed(), "HNC copies the org role into the space")
+		Expect(manager.Delete(ctx, orgUser)).To(Succeed(), "and revokes it")
+
+		developer := roleBinding(space, "sam-"+string(uuid.NewUUID())[:8], "cf-space-developer")
+		Eventually(func() error { return manager.Create(ctx, developer) }).Should(Succeed(),
+			"the space role in the space, once HNC has copied the manager's own role there")
+	})
+
+	It("cannot give itself a space role in the org namespace, where it would write Secrets and ServiceAccounts above the spaces", func(ctx SpecContext) {
+		for _, role := range []string{"cf-space-developer", "cf-space-manager", "cf-space-auditor"} {
+			binding := roleBinding(org, user, role)
+			Expect(manager.Create(ctx, binding)).To(And(BeForbidden(),
+				MatchError(ContainSubstring("an org manager may bind only the org roles cf-org-manager and cf-org-user here"))), role)
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(binding), binding)).To(BeNotFound(), role)
+		}
+	})
+
+	It("writes no Secret, ServiceAccount or RoleBinding above the spaces, even with a space role bound in the org before the policy", func(ctx SpecContext) {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "mine"}}
+		Expect(manager.Create(ctx, secret)).To(BeForbidden(), "no CF role of an org writes Secrets")
+
+		// As a binding made before the policy, or Kubernetes' edit role granted there, would.
+		bindRole(ctx, org, user, "cf-space-developer")
+		Eventually(func() error { return manager.List(ctx, &corev1.SecretList{}, client.InNamespace(org)) }).Should(Succeed())
+		writesAboveSpaces := ContainSubstring("only a platform operator writes Secrets and ServiceAccounts above the spaces")
+		Expect(manager.Create(ctx, secret)).To(And(BeForbidden(), MatchError(writesAboveSpaces)))
+		Expect(manager.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "mine"}})).
+			To(And(BeForbidden(), MatchError(writesAboveSpaces)))
+		Expect(manager.Create(ctx, roleBinding(org, "sam-"+string(uuid.NewUUID())[:8], "cf-space-auditor"))).To(BeForbidden())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(BeNotFound())
+	})
+
+	It("finds a space of its org by the space's namespace with kubectl cf", func(ctx SpecContext) {
+		Eventually(func() error { return manager.List(ctx, &cfv1alpha1.CFAppList{}, client.InNamespace(space)) }).Should(Succeed(),
+			"HNC has copied the org role into the space")
+		Expect(cf("apps", "-n", space, "--as", user)).To(ContainSubstring("NAME"))
+	})
+})
+
+// What every authenticated user may read of the tree (cf-hnc:space-finder), and what a CF role
+// adds: kubectl cf finds a space from its namespace, that namespace's org label, the CFOrg and
+// the CFSpace.
+var _ = Describe("Finding orgs and spaces", func() {
+	var org, space string
+
+	BeforeEach(func(ctx SpecContext) {
+		org = createOrg(ctx, "found-"+string(uuid.NewUUID())[:8])
+		space = createSpace(ctx, org, "dev")
+	})
+
+	It("lets a user without a CF role get an org by its GUID, and nothing else of the tree or the cluster", func(ctx SpecContext) {
+		stranger := actingAs("stranger-" + string(uuid.NewUUID())[:8])
+		Expect(stranger.Get(ctx, client.ObjectKey{Namespace: root, Name: org}, &cfv1alpha1.CFOrg{})).To(Succeed(), "the CFOrg, by its GUID only")
+		Expect(stranger.List(ctx, &cfv1alpha1.CFOrgList{}, client.InNamespace(root))).To(BeForbidden())
+		Expect(stranger.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, &cfv1alpha1.CFSpace{})).To(BeForbidden())
+		for _, ns := range []string{root, org, space, "default", "kube-system"} {
+			Expect(stranger.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(BeForbidden(), ns)
+		}
+		Expect(stranger.List(ctx, &corev1.NamespaceList{})).To(BeForbidden())
+	})
+
+	It("lets a member read the namespaces and spaces of its org, and no other namespace", func(ctx SpecContext) {
+		other := createSpace(ctx, org, "prod")
+		otherOrg := createOrg(ctx, "foreign-"+string(uuid.NewUUID())[:8])
+		foreign := createSpace(ctx, otherOrg, "dev")
+		dev := spaceDeveloper(ctx, "dana-"+string(uuid.NewUUID())[:8], space)
+
+		for _, ns := range []string{space, org, other} {
+			Eventually(func() error { return dev.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) }).Should(Succeed(),
+				"%s: its space role there, or its org role in the org and HNC's copies of it", ns)
+		}
+		for _, ns := range []string{root, otherOrg, foreign, "default", "kube-system"} {
+			Expect(dev.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(BeForbidden(), ns)
+		}
+		Expect(dev.Get(ctx, client.ObjectKey{Namespace: org, Name: other}, &cfv1alpha1.CFSpace{})).To(Succeed())
+		Expect(dev.Get(ctx, client.ObjectKey{Namespace: otherOrg, Name: foreign}, &cfv1alpha1.CFSpace{})).To(BeForbidden())
+	})
+
+	It("tells a space developer without a role in the org to ask for one", func(ctx SpecContext) {
+		user := "solo-" + string(uuid.NewUUID())[:8]
+		onlySpaceDeveloper(ctx, user, space)
+		Expect(cfFails("apps", "-n", space, "--as", user)).To(ContainSubstring(
+			"reading it takes a role in its org, which every member of a space holds in Cloud Foundry: ask an org manager to bind cf-org-user to you in namespace %s", org))
+	})
+})
+
+// What operators place above the spaces, HNC copies into every space: no tenant may take its
+// name first in a space.
+var _ = Describe("Build configuration above the spaces", func() {
+	It("is named with a reserved prefix, which no tenant may use in a space", func(ctx SpecContext) {
+		org := createOrg(ctx, "prefixed-"+string(uuid.NewUUID())[:8])
+		space := createSpace(ctx, org, "dev")
+		reserved := ContainSubstring("must be named cf-registry-* or cf-build-*, names that no tenant may use")
+
+		Expect(k8s.Create(ctx, registrySecret(org, "builder-pull", org))).To(And(BeForbidden(), MatchError(reserved)),
+			"ADR 6's pull-only credential, under a name that a tenant could squat in any space")
+		buildServiceAccount := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: root, Name: "builds", Labels: buildConfig}}
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, buildServiceAccount))).To(Succeed())
+		})
+		Expect(k8s.Create(ctx, buildServiceAccount)).To(And(BeForbidden(), MatchError(reserved)))
+
+		Expect(k8s.Create(ctx, registrySecret(org, "cf-registry-pull", org))).To(Succeed())
+		Expect(k8s.Create(ctx, registrySecret(space, "pull", org))).To(Succeed(), "a space has no space below it")
+	})
+})
+
+// Registry isolation between the spaces of one org is the operator's choice: the org's
+// credential reaches every space's repository; an account per space (set-registry ORG SPACE)
+// reaches only its own. Here the org places only the droplet repository, with an account that may
+// push and pull nowhere (cf-hnc takes the repository from above the space, and a build-config
+// Secret must hold credentials), and each space its own account.
+var _ = Describe("Registry isolation between the spaces of an org", Ordered, func() {
+	var (
+		org, spaceA, spaceB, user string
+		host                      string
+		dev                       client.Client
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		org = createOrg(ctx, "isolated-"+string(uuid.NewUUID())[:8])
+		spaceA, spaceB = createSpace(ctx, org, "a"), createSpace(ctx, org, "b")
+		host = cp.Kpack().Registry.Host()
+		nobody := registry.User{Name: "nobody-" + org, Password: string(uuid.NewUUID())}
+		Expect(cp.Kpack().Registry.AddUser(nobody)).To(Succeed())
+		cf("set-registry", org, "--server", host, "--username", nobody.Name, "--password", nobody.Password, "--droplet-repository", host+"/"+org)
+		for _, space := range []string{spaceA, spaceB} {
+			registryUser(org + "/" + space)
+			account, password := registryCredentials(org + "/" + space)
+			cf("set-registry", org, space, "--server", host, "--username", account, "--password", password)
+			Eventually(func() []cfv1alpha1.RegistryCredential {
+				s := &cfv1alpha1.CFSpace{}
+				Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, s)).To(Succeed())
+				Expect(s.Status.Build).NotTo(BeNil())
+				return s.Status.Build.RegistryCredentials
+			}).Should(ConsistOf(cfv1alpha1.RegistryCredential{Registry: host, Secret: cfv1alpha1.PlacedObject{Name: "cf-registry-space", From: space}}))
+			Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
+		}
+		user = "ada-" + string(uuid.NewUUID())[:8]
+		dev = spaceDeveloper(ctx, user, spaceA)
+	})
+
+	// dropletOf pushes an app to a space with kubectl cf, as user unless empty, and returns its droplet.
+	dropletOf := func(ctx SpecContext, space, user string) string {
+		GinkgoHelper()
+		args := []string{"push", "web", "-n", space, "-p", appSource(), "--no-start"}
+		if user != "" {
+			args = append(args, "--as", user)
+		}
+		cf(args...)
+		apps := &cfv1alpha1.CFAppList{}
+		Expect(k8s.List(ctx, apps, client.InNamespace(space))).To(Succeed())
+		Expect(apps.Items).To(HaveLen(1))
+		return getBuild(ctx, space, apps.Items[0].Spec.CurrentDropletRef.Name).Status.Droplet.Registry.Image
+	}
+
+	It("gives a developer of one space, with every credential in its space, no access to another space's droplets", func(ctx SpecContext) {
+		own, other := dropletOf(ctx, spaceA, user), dropletOf(ctx, spaceB, "")
+		Expect(own).To(HavePrefix(host + "/" + org + "/" + spaceA + "/"))
+		pusher, ok := cp.Kpack().Registry.PushedBy(own)
+		Expect(ok).To(BeTrue())
+		Expect(pusher).To(Equal(registryUserName(org+"/"+spaceA)), "pushed with the space's own account")
+		Expect(other).To(HavePrefix(host + "/" + org + "/" + spaceB + "/"))
+
+		secrets := &corev1.SecretList{}
+		Expect(dev.List(ctx, secrets, client.InNamespace(spaceA))).To(Succeed())
+		var tried []string
+		for i := range secrets.Items {
+			creds, err := dockerconfig.Parse(&secrets.Items[i])
+			credential, forHost := creds[host]
+			if err != nil || !forHost {
+				continue
+			}
+			secretName, auth := secrets.Items[i].Name, remote.WithAuth(authn.FromConfig(credential))
+			tried = append(tried, secretName)
+			Expect(pull(other, auth)).To(BeDeniedByTheRegistry(), "%s pulls space b's droplet", secretName)
+			Expect(pushTo(host+"/"+org+"/"+spaceB+"/planted:latest", auth)).To(BeDeniedByTheRegistry(), "%s pushes into space b", secretName)
+			Expect(pushTo(host+"/"+org+"/planted:latest", auth)).To(BeDeniedByTheRegistry(), "%s pushes above the spaces", secretName)
+			if secretName == "cf-registry-space" {
+				Expect(pull(own, auth)).To(Succeed(), "the space's account reads the space's droplets")
+			}
+		}
+		Expect(tried).To(ConsistOf("cf-registry-org", "cf-registry-space"), "the org's copy and the space's own")
+	})
+
+	It("cannot remove the build configuration an operator placed in its space", func(ctx SpecContext) {
+		deleting := ContainSubstring("only a platform operator may delete the build configuration that an operator placed")
+		Expect(dev.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: spaceA, Name: "cf-registry-space"}})).
+			To(And(BeForbidden(), MatchError(deleting)))
+		Expect(dev.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: spaceA, Name: "cf-build-space"}})).
+			To(And(BeForbidden(), MatchError(deleting)))
+		mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: spaceA, Name: "mine"}}
+		Expect(dev.Create(ctx, mine)).To(Succeed())
+		Expect(dev.Delete(ctx, mine)).To(Succeed(), "its own Secrets are the space developer's")
+	})
+})
+
+// pull reads an image's manifest and configuration.
+func pull(ref string, auth remote.Option) error {
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		return err
+	}
+	img, err := remote.Image(parsed, auth)
+	if err != nil {
+		return err
+	}
+	_, err = img.ConfigFile()
+	return err
+}
+
+// pushTo pushes a small random image.
+func pushTo(ref string, auth remote.Option) error {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return err
+	}
+	img, err := random.Image(64, 1)
+	if err != nil {
+		return err
+	}
+	return remote.Write(tag, img, auth)
+}
+
+// BeDeniedByTheRegistry matches the registry's refusal of a credential: 401 or 403.
+func BeDeniedByTheRegistry() OmegaMatcher {
+	return WithTransform(func(err error) int {
+		var refused *transport.Error
+		if errors.As(err, &refused) {
+			return refused.StatusCode
+		}
+		return 0
+	}, BeElementOf(http.StatusUnauthorized, http.StatusForbidden))
+}
+
+// spaceDeveloper makes a user a developer of a space, as a space manager would, and a user of
+// the space's org, as Cloud Foundry makes every member of a space (kubectl cf reads the CFSpace
+// in the org's namespace), and returns a client that acts as that user.
 func spaceDeveloper(ctx context.Context, user, space string) client.Client {
 	GinkgoHelper()
-	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "space-developer-" + user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cf-space-developer"},
+	org := orgOf(ctx, space)
+	bindRole(ctx, org, user, "cf-org-user")
+	dev := onlySpaceDeveloper(ctx, user, space)
+	Eventually(func() error {
+		return dev.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, &cfv1alpha1.CFSpace{})
+	}).Should(Succeed())
+	return dev
+}
+
+// onlySpaceDeveloper binds a user to the cf-space-developer role in a space and to nothing else,
+// and returns a client that acts as that user.
+func onlySpaceDeveloper(ctx context.Context, user, space string) client.Client {
+	GinkgoHelper()
+	bindRole(ctx, space, user, "cf-space-developer")
+	dev := actingAs(user)
+	// The role's rules come from the aggregation controller, a moment after the role exists.
+	Eventually(func() error { return dev.List(ctx, &cfv1alpha1.CFAppList{}, client.InNamespace(space)) }).Should(Succeed())
+	return dev
+}
+
+// orgManager binds a user to the cf-org-manager role in an org, as an operator would, and
+// returns a client that acts as that user.
+func orgManager(ctx context.Context, user, org string) client.Client {
+	GinkgoHelper()
+	bindRole(ctx, org, user, "cf-org-manager")
+	manager := actingAs(user)
+	Eventually(func() error { return manager.List(ctx, &cfv1alpha1.CFSpaceList{}, client.InNamespace(org)) }).Should(Succeed())
+	return manager
+}
+
+// bindRole binds a ClusterRole to a user in a namespace, as an administrator.
+func bindRole(ctx context.Context, namespace, user, role string) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, roleBinding(namespace, user, role))).To(Succeed())
+}
+
+func roleBinding(namespace, user, role string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: role + "-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	})).To(Succeed())
+	}
+}
+
+// actingAs returns a client that acts as an authenticated user in no group of its own.
+func actingAs(user string) client.Client {
+	GinkgoHelper()
 	config := rest.CopyConfig(cp.Config)
 	config.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	c, err := client.New(config, client.Options{Scheme: cfscheme.New()})
 	Expect(err).NotTo(HaveOccurred())
-	// The role's rules come from the aggregation controller, a moment after the role exists.
-	Eventually(func() error { return c.List(ctx, &cfv1alpha1.CFAppList{}, client.InNamespace(space)) }).Should(Succeed())
 	return c
+}
+
+// orgOf is the org of a space namespace, from the label HNC puts on it.
+func orgOf(ctx context.Context, space string) string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{}
+	Eventually(func() string {
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: space}, ns)).To(Succeed())
+		return ns.Labels[cfv1alpha1.OrgGUIDLabel]
+	}).ShouldNot(BeEmpty())
+	return ns.Labels[cfv1alpha1.OrgGUIDLabel]
 }
 
 func registrySecret(namespace, name, registryUserOf string) *corev1.Secret {

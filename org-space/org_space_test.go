@@ -194,6 +194,27 @@ var _ = Describe("Orgs and spaces", func() {
 			Expect(k8s.Create(ctx, newSpace(org.Name, "DEV"))).To(MatchError(ContainSubstring("Name must be unique per organization")))
 		})
 
+		It("refuses orgs and spaces whose name is not a lowercase UUID in the apiserver itself, saying what a GUID looks like", func(ctx SpecContext) {
+			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
+			guid := string(uuid.NewUUID())
+			for _, name := range []string{"istio-system", "monitoring", "with.dots", strings.ToUpper(guid), guid[:35], guid + "0", "x" + guid[1:]} {
+				Expect(cfv1alpha1.ValidateNamespaceGUID(name)).NotTo(BeEmpty(), name)
+				squatter := newOrg("Squatter " + string(uuid.NewUUID()))
+				squatter.Name = name
+				space := newSpace(org.Name, "squatter")
+				space.Name = name
+				for _, obj := range []client.Object{squatter, space} {
+					err := k8s.Create(ctx, obj, client.DryRunAll)
+					Expect(err).To(MatchError(ContainSubstring(cfv1alpha1.ValidateNamespaceGUID(name))), "%T %s", obj, name)
+					Expect(err.Error()).NotTo(ContainSubstring("admission webhook"), "the CRD refuses it, so the refusal holds while cf-hnc is down")
+				}
+			}
+			Expect(cfv1alpha1.ValidateNamespaceGUID(guid)).To(BeEmpty())
+			fine := newSpace(org.Name, "fine")
+			fine.Name = guid
+			Expect(k8s.Create(ctx, fine, client.DryRunAll)).To(Succeed())
+		})
+
 		It("rejects an org outside the root namespace", func(ctx SpecContext) {
 			org := newOrg("Stray " + string(uuid.NewUUID()))
 			org.Namespace = "default"

@@ -95,8 +95,8 @@ type OrgValidator struct {
 
 var _ admission.Validator[*cfv1alpha1.CFOrg] = (*OrgValidator)(nil)
 
-// ValidateCreate rejects an org outside the root namespace, with a name that cannot name its
-// namespace, or with a taken display name.
+// ValidateCreate rejects an org outside the root namespace, with a name that is not a UUID
+// (it names the org's namespace), or with a taken display name.
 func (v *OrgValidator) ValidateCreate(ctx context.Context, org *cfv1alpha1.CFOrg) (admission.Warnings, error) {
 	if org.Namespace != v.root {
 		return nil, invalid("CFOrg", org.Name, field.Invalid(field.NewPath("metadata", "namespace"), org.Namespace,
@@ -141,7 +141,8 @@ type SpaceValidator struct {
 
 var _ admission.Validator[*cfv1alpha1.CFSpace] = (*SpaceValidator)(nil)
 
-// ValidateCreate rejects a space outside an org namespace or with a name taken in its org. The
+// ValidateCreate rejects a space outside an org namespace, with a name that is not a UUID (it
+// names the space's namespace), or with a display name taken in its org. The
 // two reads go to the apiserver at once: every `cf create-space` waits for them.
 func (v *SpaceValidator) ValidateCreate(ctx context.Context, space *cfv1alpha1.CFSpace) (admission.Warnings, error) {
 	var orgErr, nameErr error
@@ -197,9 +198,9 @@ func taken[T any, P interface {
 	return cfv1alpha1.DisplayNameOwner[T, P](others, displayName) != nil
 }
 
-// validGUID rejects a GUID that cannot name what cf-hnc makes from the object.
+// validGUID rejects an org or a space whose GUID is not a UUID: it names a namespace.
 func validGUID(kind, name string) error {
-	if message := cfv1alpha1.ValidateGUID(name); message != "" {
+	if message := cfv1alpha1.ValidateNamespaceGUID(name); message != "" {
 		return invalid(kind, name, field.Invalid(field.NewPath("metadata", "name"), name, message))
 	}
 	return nil

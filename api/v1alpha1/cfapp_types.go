@@ -18,6 +18,7 @@ const (
 type CFAppSpec struct {
 	// DisplayName is the app's name as Cloud Foundry users see it.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
 	DisplayName string `json:"displayName"`
 	// DesiredState is whether the app should run.
 	DesiredState DesiredState `json:"desiredState"`
@@ -28,6 +29,7 @@ type CFAppSpec struct {
 	// every policy, and to one with another stack, other buildpacks or another lifecycle when
 	// the org's policy is Automatic. Setting it to the held droplet runs that droplet, as
 	// `cf set-droplet` does; a restage stages the app's package again and runs the result.
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 253",message="currentDropletRef names a CFBuild, whose name has at most 253 characters"
 	// +optional
 	CurrentDropletRef corev1.LocalObjectReference `json:"currentDropletRef,omitempty"`
 }

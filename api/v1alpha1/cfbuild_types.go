@@ -8,8 +8,10 @@ import (
 // CFBuildSpec is a request to stage a package of an app into a droplet.
 type CFBuildSpec struct {
 	// AppRef names the CFApp being staged.
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 253",message="appRef names a CFApp, whose name has at most 253 characters"
 	AppRef corev1.LocalObjectReference `json:"appRef"`
 	// PackageRef names the CFPackage being staged.
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 253",message="packageRef names a CFPackage, whose name has at most 253 characters"
 	PackageRef corev1.LocalObjectReference `json:"packageRef"`
 	// Lifecycle overrides the app's lifecycle for this build; empty data means the app's.
 	Lifecycle Lifecycle `json:"lifecycle"`

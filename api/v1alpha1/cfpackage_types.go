@@ -17,6 +17,7 @@ type CFPackageSpec struct {
 	// Type of the package.
 	Type PackageType `json:"type"`
 	// AppRef names the CFApp the package belongs to.
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 253",message="appRef names a CFApp, whose name has at most 253 characters"
 	AppRef corev1.LocalObjectReference `json:"appRef"`
 	// Source is where the uploaded source image is.
 	// +optional

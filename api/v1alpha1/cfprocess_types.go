@@ -43,6 +43,7 @@ type HealthCheck struct {
 // +kubebuilder:validation:XValidation:rule="self.healthCheck.type != 'http' || has(self.healthCheck.endpoint)",message="an http health check needs an endpoint"
 type CFProcessSpec struct {
 	// AppRef names the CFApp, in the same namespace.
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 253",message="appRef names a CFApp, whose name has at most 253 characters"
 	AppRef corev1.LocalObjectReference `json:"appRef"`
 	// ProcessType is the droplet's process type to run, for example "web".
 	// +kubebuilder:validation:MinLength=1

@@ -99,6 +99,10 @@ func (c *SpaceBuildConfig) SecretNames() []corev1.LocalObjectReference {
 	return refs
 }
 
+// The GUID rule holds while cf-hnc's webhooks are down. It is checked as an space is created
+// only: names never change, and an space made before the rule can still be updated and deleted.
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')",optionalOldSelf=true,message="an org's or a space's name is its GUID and names its namespace: a lowercase UUID (8-4-4-4-12 hexadecimal digits) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10, as kubectl cf create-org and create-space make"
+
 // CFSpace is a Cloud Foundry space: a namespace under its org's namespace, made by HNC. It
 // lives in its org's namespace.
 // +kubebuilder:object:root=true

@@ -68,6 +68,10 @@ const (
 	BuildSucceededReason    = "BuildSucceeded"
 	BuildFailedReason       = "BuildFailed"
 	KpackBuildMissingReason = "KpackBuildMissing"
+	// NotARebuildReason: a CFBuild is marked as a rebuild (its labels name a kpack Build), but
+	// that kpack Build does not bear it out: another app, lineage, number or reasons. cf-hnc
+	// takes no droplet from it, so no app moves to it.
+	NotARebuildReason = "NotARebuild"
 )
 
 // Reasons of the DropletCurrent condition of CFApps, and of the event of an upgrade.
@@ -116,4 +120,7 @@ const (
 	// RebaseStartedReason: cf-hnc started a rebase of the droplet an app runs onto the latest
 	// run image of its stack, because kpack's Image rebases another droplet or none.
 	RebaseStartedReason = "RebaseStarted"
+	// RebuildNameTakenReason: kpack rebuilt an app, but another CFBuild holds the name of its
+	// rebuild (the kpack Build's), so cf-hnc cannot make the rebuild until it is deleted.
+	RebuildNameTakenReason = "RebuildNameTaken"
 )

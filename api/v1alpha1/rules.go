@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -102,10 +103,29 @@ func Waiting(reason string) bool {
 	}, reason)
 }
 
-// ValidateGUID checks the name (GUID) of a CF object. Orgs and spaces name namespaces, apps
-// name kpack Images (whose names kpack puts in label values), builds name rebuild lineages in
-// label values: every GUID must be a DNS label of at most 63 characters. It returns a message
-// that says what is wrong and what would be accepted, or "".
+// namespaceGUID is the shape of the GUID of an org or a space: a lowercase UUID. The CRDs of
+// CFOrg and CFSpace check the same pattern, with namespaceGUIDMessage, in a CEL rule on
+// metadata.name, which holds while cf-hnc's webhooks are down.
+var namespaceGUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+const namespaceGUIDMessage = "an org's or a space's name is its GUID and names its namespace: a lowercase UUID (8-4-4-4-12 hexadecimal digits) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10, as kubectl cf create-org and create-space make"
+
+// ValidateNamespaceGUID checks the name (GUID) of an org or a space, which names the
+// namespace that HNC makes for it. Any DNS label could name a namespace, but one that is not a
+// UUID could claim a namespace that the cluster uses for something else (istio-system,
+// monitoring) inside an org's tree. It returns a message that says what would be accepted, or "".
+func ValidateNamespaceGUID(name string) string {
+	if !namespaceGUID.MatchString(name) {
+		return namespaceGUIDMessage
+	}
+	return ""
+}
+
+// ValidateGUID checks the name (GUID) of an app or a build. Apps name kpack Images (whose names
+// kpack puts in label values), builds name rebuild lineages in label values: such a GUID must
+// be a DNS label of at most 63 characters. Rebuilds are named after kpack's Builds, so these
+// GUIDs need not be UUIDs. It returns a message that says what is wrong and what would be
+// accepted, or "".
 func ValidateGUID(name string) string {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return fmt.Sprintf("not a valid GUID: %s (a CF GUID such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10 is)",

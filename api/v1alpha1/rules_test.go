@@ -34,3 +34,24 @@ var _ = Describe("DisplayNameKey", func() {
 		Expect(validation.IsValidLabelValue(cfv1alpha1.DisplayNameKey("Any name, with spaces & symbols ✓"))).To(BeEmpty())
 	})
 })
+
+var _ = Describe("ValidateNamespaceGUID", func() {
+	DescribeTable("accepts exactly the lowercase UUIDs, and says what one looks like",
+		func(name string, valid bool) {
+			message := cfv1alpha1.ValidateNamespaceGUID(name)
+			if valid {
+				Expect(message).To(BeEmpty())
+				return
+			}
+			Expect(message).To(ContainSubstring("a lowercase UUID (8-4-4-4-12 hexadecimal digits) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10"))
+		},
+		Entry("a UUID, the one the message gives as an example", "4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10", true),
+		Entry("a well-known namespace", "istio-system", false),
+		Entry("a DNS label", "acme", false),
+		Entry("upper case", "4C46D7E1-0F7B-4A5E-9D2A-5C1F8E3B9A10", false),
+		Entry("no hyphens", "4c46d7e10f7b4a5e9d2a5c1f8e3b9a10", false),
+		Entry("a digit too many", "4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a100", false),
+		Entry("a trailing newline", "4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10\n", false),
+		Entry("not hexadecimal", "4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a1g", false),
+	)
+})

@@ -220,7 +220,7 @@ var _ = Describe("config/samples", func() {
 		Expect(kinds).To(HaveLen(5))
 		org := kinds["CFOrg"]
 		Expect(org.GetNamespace()).To(Equal("cf"))
-		Expect(cfv1alpha1.ValidateGUID(org.GetName())).To(BeEmpty())
+		Expect(cfv1alpha1.ValidateNamespaceGUID(org.GetName())).To(BeEmpty())
 		for _, kind := range []string{"CFSpace", "Secret", "ServiceAccount", "Builder"} {
 			Expect(kinds[kind].GetNamespace()).To(Equal(org.GetName()), "the %s is in the org's namespace", kind)
 		}

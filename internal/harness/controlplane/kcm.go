@@ -14,8 +14,10 @@ import (
 // nodes still needs: namespace (finishes deleting namespaces, which HNC's cascading deletion
 // waits for), garbagecollector (owned objects), serviceaccount (each namespace's default
 // ServiceAccount), clusterrole-aggregation (fills the built-in admin, edit and view roles,
-// and cf-hnc's aggregated CF roles) and statefulset (makes the pods of app instances, which a
-// node then runs; without one they stay pending, and the suites without a node see that).
+// and cf-hnc's aggregated CF roles), statefulset (makes the pods of app instances, which a
+// node then runs; without one they stay pending, and the suites without a node see that) and
+// resourcequota (computes each ResourceQuota's usage and limits into its status: the apiserver
+// enforces only the limits in a quota's status, so without it no quota holds).
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	binary, err := cp.paths.binary("kube-controller-manager")
 	if err != nil {
@@ -32,7 +34,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 	}
-	controllers := "namespace,garbagecollector,serviceaccount,clusterrole-aggregation,statefulset"
+	controllers := "namespace,garbagecollector,serviceaccount,clusterrole-aggregation,statefulset,resourcequota"
 	if cp.opts.Node {
 		// With a node: its lifecycle (else it keeps its not-ready taint), the garbage
 		// collection of pods of a gone node, and each namespace's kube-root-ca.crt, which every

@@ -25,7 +25,7 @@ func (s *session) findOrg(ctx context.Context, c client.Client, key string) (*cf
 	orgs := &cfv1alpha1.CFOrgList{}
 	if err := c.List(ctx, orgs, client.InNamespace(s.root)); err != nil {
 		if apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("you may not list orgs (only org members and operators may); name your space by its namespace instead, --namespace <space GUID>: %w", err)
+			return nil, fmt.Errorf("you may not list orgs (only operators may); name your space by its namespace instead, --namespace <space GUID>: %w", err)
 		}
 		return nil, fmt.Errorf("listing orgs: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -85,10 +86,15 @@ func (f *targetFlags) check() error {
 }
 
 // spaceOfNamespace finds the space whose namespace is namespace, from the labels cf-hnc puts on
-// space namespaces.
+// space namespaces. The CF roles let their members read these: a space role the space's
+// namespace, an org role (which every member of a space holds, as in Cloud Foundry) the CFSpace
+// in the org's namespace; any user may read a CFOrg by its GUID.
 func (s *session) spaceOfNamespace(ctx context.Context, c client.Client, namespace string) (target, error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsForbidden(err) {
+			return target{}, fmt.Errorf("namespace %q: you have no CF role in it (a space role in the space, or an org role in its org): %w", namespace, err)
+		}
 		return target{}, fmt.Errorf("namespace %q: %w", namespace, err)
 	}
 	orgGUID, spaceGUID := ns.Labels[cfv1alpha1.OrgGUIDLabel], ns.Labels[cfv1alpha1.SpaceGUIDLabel]
@@ -100,6 +106,10 @@ func (s *session) spaceOfNamespace(ctx context.Context, c client.Client, namespa
 		return target{}, fmt.Errorf("the org of namespace %q: %w", namespace, err)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: orgGUID, Name: spaceGUID}, t.space); err != nil {
+		if apierrors.IsForbidden(err) {
+			return target{}, fmt.Errorf("the space of namespace %q: reading it takes a role in its org, which every member of a space "+
+				"holds in Cloud Foundry: ask an org manager to bind cf-org-user to you in namespace %s: %w", namespace, orgGUID, err)
+		}
 		return target{}, fmt.Errorf("the space of namespace %q: %w", namespace, err)
 	}
 	return t, nil
