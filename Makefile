@@ -47,9 +47,10 @@ generate: tools ## Generate the deep-copy functions of the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
 .PHONY: build
-build: generate manifests ## Build the manager and the kubectl-cf plugin into bin/.
+build: generate manifests ## Build the manager, the kubectl-cf plugin and the CF API server into bin/.
 	go build -o $(BIN)/cf-hnc .
 	go build -o $(BIN)/kubectl-cf ./cmd/kubectl-cf
+	go build -o $(BIN)/cf-api ./cmd/cf-api
 	install -m 0755 cmd/kubectl-cf/kubectl_complete-cf $(BIN)/kubectl_complete-cf
 
 .PHONY: run

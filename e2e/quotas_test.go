@@ -109,6 +109,24 @@ var _ = Describe("Quotas placed once in an org", Ordered, ContinueOnFailure, Lab
 		}),
 	)
 
+	It("keep HNC and cf-hnc serving the other orgs while a tenant floods its space (H1)", func(ctx SpecContext) {
+		blob := make([]byte, 900*1024)
+		refused := 0
+		for i := 0; i < 20; i++ {
+			err := dev.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: newSpace, Name: "blob-" + string(uuid.NewUUID())[:8]},
+				Data: map[string][]byte{"blob": blob}})
+			if err != nil {
+				Expect(err).To(MatchError(ContainSubstring("exceeded quota: " + spaceQuota)))
+				refused++
+			}
+		}
+		Expect(refused).To(BeNumerically(">=", 20-int(spaceLimit(ctx, newSpace, "count/secrets"))),
+			"no more Secrets of almost 1 MiB than the space's count reach HNC's cache")
+		By("another org gets a space that can build, as HNC and cf-hnc go on serving it")
+		_, other := buildingSpace(ctx, "quota-neighbour")
+		Expect(other).NotTo(BeEmpty())
+	}, SpecTimeout(3*time.Minute))
+
 	It("does not run an app instance beyond the space's memory, and the StatefulSet's events say why", func(ctx SpecContext) {
 		app := deployedAppOf(ctx, org, existingSpace, staticSource)
 		DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, app)).To(Succeed()) }) // nothing left running on the node
