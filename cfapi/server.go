@@ -1,12 +1,13 @@
 // Package cfapi is a subset of the Cloud Foundry V3 API for the cf CLI, in front of cf-hnc's
 // objects: the root document that turns on the CLI's Kubernetes login, /whoami, orgs, spaces
-// and the jobs of their deletion.
+// and the jobs of their deletion, the org and space roles, info, stacks and buildpacks.
 //
 // Every request acts with the caller's own Kubernetes credentials (package auth), so that RBAC
 // and cf-hnc's admission decide every read and write as they do for kubectl. The API's own
 // credentials only read, from a cache: the orgs, the spaces and the RoleBindings of the CF
 // roles, to filter lists by membership (package membership), to wait for a new org or space to
-// become ready, and to tell when a deletion is done.
+// become ready, and to tell when a deletion is done; and, without a cache, kpack's
+// ClusterStacks and ClusterStores, which are the same for every user.
 package cfapi
 
 import (
@@ -119,7 +120,7 @@ type server struct {
 	// cache reads the API's cache, with its own rights.
 	cache client.Reader
 	// live reads the apiserver with the API's own rights, where a stale cache would answer
-	// wrong: whether a deletion is done.
+	// wrong (whether a deletion is done), and what the API does not cache (stacks, buildpacks).
 	live client.Reader
 	auth *auth.Authenticator
 }
@@ -128,6 +129,7 @@ func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", s.handle(s.root))
 	mux.Handle("GET /v3", s.handle(s.v3))
+	mux.Handle("GET /v3/info", s.handle(s.info))
 	authenticated := map[string]handlerFunc{
 		"GET /whoami":                     s.whoami,
 		"GET /v3/organizations":           s.listOrgs,
@@ -139,6 +141,11 @@ func (s *server) routes() http.Handler {
 		"GET /v3/spaces/{guid}":           s.getSpace,
 		"DELETE /v3/spaces/{guid}":        s.deleteSpace,
 		"GET /v3/jobs/{guid}":             s.getJob,
+		"GET /v3/roles":                   s.listRoles,
+		"POST /v3/roles":                  s.createRole,
+		"DELETE /v3/roles/{guid}":         s.deleteRole,
+		"GET /v3/stacks":                  s.listStacks,
+		"GET /v3/buildpacks":              s.listBuildpacks,
 	}
 	for pattern, h := range authenticated {
 		mux.Handle(pattern, s.handle(s.authenticate(h)))

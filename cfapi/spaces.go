@@ -1,7 +1,6 @@
 package cfapi
 
 import (
-	"errors"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,13 +117,10 @@ func (s *server) createSpace(w http.ResponseWriter, r *http.Request) error {
 		return cferror.UnprocessableEntity("Relationships 'organization' must name the space's org by its GUID")
 	}
 	org, err := s.visibleOrg(r, guid)
-	var cf *cferror.Error
-	switch {
-	case errors.As(err, &cf) && cf.Status == http.StatusNotFound:
-		return cferror.UnprocessableEntity(invalidOrg)
-	case err != nil:
+	if err := notFoundAs(err, invalidOrg); err != nil {
 		return err
-	case !org.DeletionTimestamp.IsZero():
+	}
+	if !org.DeletionTimestamp.IsZero() {
 		return cferror.UnprocessableEntity(invalidOrg)
 	}
 	space := &cfv1alpha1.CFSpace{

@@ -95,12 +95,14 @@ func applyCFRoles(ctx context.Context) {
 
 // apiReaderRules are the rights of the API's own ServiceAccount, the least it runs with:
 // reading the orgs, the spaces and the RoleBindings (the cache lists and watches them; a
-// delete job gets an org and lists a space by name), nothing else. The ClusterRole that ships
-// with the API must grant the same.
+// delete job gets an org and lists a space by name), and listing kpack's ClusterStacks and
+// ClusterStores (stacks and buildpacks), nothing else. The ClusterRole that ships with the
+// API must grant the same.
 var apiReaderRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{cfv1alpha1.GroupVersion.Group}, Resources: []string{"cforgs"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{cfv1alpha1.GroupVersion.Group}, Resources: []string{"cfspaces"}, Verbs: []string{"list", "watch"}},
 	{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"list", "watch"}},
+	{APIGroups: []string{"kpack.io"}, Resources: []string{"clusterstacks", "clusterstores"}, Verbs: []string{"list"}},
 }
 
 // apiServiceAccount makes the API's ServiceAccount with only apiReaderRules and returns a

@@ -22,8 +22,8 @@ const (
 	ServiceAccountKind = "ServiceAccount"
 )
 
-// serviceAccountPrefix starts the user name of every ServiceAccount token.
-const serviceAccountPrefix = "system:serviceaccount:"
+// ServiceAccountPrefix starts the user name of every ServiceAccount: system:serviceaccount:<namespace>:<name>.
+const ServiceAccountPrefix = "system:serviceaccount:"
 
 // Identity is the user as the kube-apiserver sees them.
 type Identity struct {
@@ -100,7 +100,7 @@ func (a *Authenticator) Session(ctx context.Context, creds Credentials) (*Sessio
 }
 
 func kindOf(username string) string {
-	if strings.HasPrefix(username, serviceAccountPrefix) {
+	if strings.HasPrefix(username, ServiceAccountPrefix) {
 		return ServiceAccountKind
 	}
 	return UserKind

@@ -31,6 +31,8 @@ type Fields struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Labels    map[string]string
+	// Position orders buildpacks.
+	Position int
 }
 
 // Item is a resource of a list.
@@ -48,13 +50,18 @@ type Query struct {
 	values        url.Values
 }
 
-// orderFields are the order_by fields of CF's org and space lists.
-var orderFields = []string{"created_at", "updated_at", "name"}
+// NamedOrders are the order_by fields of CF's lists of named resources (orgs, spaces, stacks).
+var NamedOrders = []string{"created_at", "updated_at", "name"}
 
-// Parse reads a list request's query; its errors are CF's BadQueryParameter. Parameters that
-// the API does not know are ignored, so that a newer cf CLI asking for more still gets its list.
-func Parse(values url.Values) (Query, error) {
-	q := Query{Page: 1, PerPage: DefaultPerPage, orderBy: "created_at", selector: labels.Everything(), values: values}
+// Parse reads a list request's query; its errors are CF's BadQueryParameter. orders are the
+// order_by fields of the listed resource, its default order first; without them, NamedOrders.
+// Parameters that the API does not know are ignored, so that a newer cf CLI asking for more
+// still gets its list.
+func Parse(values url.Values, orders ...string) (Query, error) {
+	if len(orders) == 0 {
+		orders = NamedOrders
+	}
+	q := Query{Page: 1, PerPage: DefaultPerPage, orderBy: orders[0], selector: labels.Everything(), values: values}
 	var err error
 	if q.Page, err = number(values, "page", 1, math.MaxInt, "Page must be greater than 0"); err != nil {
 		return Query{}, err
@@ -64,8 +71,8 @@ func Parse(values url.Values) (Query, error) {
 	}
 	if order := values.Get("order_by"); order != "" {
 		q.orderBy, q.descending = strings.TrimPrefix(order, "-"), strings.HasPrefix(order, "-")
-		if !slices.Contains(orderFields, q.orderBy) {
-			return Query{}, cferror.BadQueryParameter("Order by can only be: 'created_at', 'updated_at', 'name'")
+		if !slices.Contains(orders, q.orderBy) {
+			return Query{}, cferror.BadQueryParameter("Order by can only be: '" + strings.Join(orders, "', '") + "'")
 		}
 	}
 	if selector := values.Get("label_selector"); selector != "" {
@@ -137,6 +144,8 @@ func (q Query) compare(a, b Fields) int {
 		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Name, b.Name))
 	case "updated_at":
 		return a.UpdatedAt.Compare(b.UpdatedAt)
+	case "position":
+		return cmp.Compare(a.Position, b.Position)
 	}
 	return a.CreatedAt.Compare(b.CreatedAt)
 }

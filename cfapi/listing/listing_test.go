@@ -84,6 +84,21 @@ var _ = Describe("Apply", func() {
 	)
 })
 
+var _ = Describe("A resource's own orders", func() {
+	It("orders by the first by default, and refuses the orders of other resources", func() {
+		positioned := []item{{GUID: "late", Position: 2}, {GUID: "early", Position: 1, CreatedAt: epoch.Add(time.Hour)}}
+		q, err := listing.Parse(url.Values{}, "position", "created_at")
+		Expect(err).NotTo(HaveOccurred())
+		page, _ := listing.Apply(positioned, q)
+		Expect(page).To(Equal([]item{positioned[1], positioned[0]}))
+
+		_, err = listing.Parse(url.Values{"order_by": {"name"}}, "position", "created_at")
+		var cf *cferror.Error
+		Expect(errors.As(err, &cf)).To(BeTrue())
+		Expect(cf.Detail).To(Equal("The query parameter is invalid: Order by can only be: 'position', 'created_at'"))
+	})
+})
+
 var _ = Describe("PageURL", func() {
 	It("keeps the request's query, absolute on the API's address", func() {
 		values, err := url.ParseQuery("names=a%252Cb&order_by=name&per_page=2")

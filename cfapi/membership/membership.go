@@ -6,6 +6,7 @@
 package membership
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -64,21 +65,25 @@ func isCFRole(ref rbacv1.RoleRef) bool {
 	return ref.APIGroup == rbacv1.GroupName && ref.Kind == "ClusterRole" && slices.Contains(Roles, ref.Name)
 }
 
-// subjectKey is a subject as the user names the apiserver authenticates: a ServiceAccount is
-// the user system:serviceaccount:<namespace>:<name> (a subject without a namespace is one of
-// the binding's).
+// subjectKey is a subject as the user names the apiserver authenticates (Username), or a group.
 func subjectKey(s rbacv1.Subject, bindingNamespace string) string {
-	switch s.Kind {
-	case rbacv1.ServiceAccountKind:
-		namespace := s.Namespace
-		if namespace == "" {
-			namespace = bindingNamespace
-		}
-		return userKey("system:serviceaccount:" + namespace + ":" + s.Name)
-	case rbacv1.GroupKind:
+	if s.Kind == rbacv1.GroupKind {
 		return groupKey(s.Name)
 	}
-	return userKey(s.Name)
+	return userKey(Username(s, bindingNamespace))
+}
+
+// Username is the user name that the apiserver authenticates for a subject that is a User or
+// a ServiceAccount (system:serviceaccount:<namespace>:<name>; a subject without a namespace is
+// one of its binding's), "" for a group.
+func Username(s rbacv1.Subject, bindingNamespace string) string {
+	switch s.Kind {
+	case rbacv1.ServiceAccountKind:
+		return auth.ServiceAccountPrefix + cmp.Or(s.Namespace, bindingNamespace) + ":" + s.Name
+	case rbacv1.GroupKind:
+		return ""
+	}
+	return s.Name
 }
 
 func userKey(name string) string  { return "User:" + name }

@@ -98,6 +98,7 @@ func href(base *url.URL, elem ...string) string { return base.JoinPath(elem...).
 type List[T any] struct {
 	Pagination Pagination `json:"pagination"`
 	Resources  []T        `json:"resources"`
+	Included   *Included  `json:"included,omitempty"`
 }
 
 // Pagination is where a page of a list lies among all of it.

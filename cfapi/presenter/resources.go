@@ -59,6 +59,10 @@ func ForV3(base *url.URL) V3 {
 		"self":          {Href: href(base, "v3")},
 		"organizations": {Href: href(base, "v3", "organizations")},
 		"spaces":        {Href: href(base, "v3", "spaces")},
+		"roles":         {Href: href(base, "v3", "roles")},
+		"info":          {Href: href(base, "v3", "info")},
+		"stacks":        {Href: href(base, "v3", "stacks")},
+		"buildpacks":    {Href: href(base, "v3", "buildpacks")},
 	}}
 }
 

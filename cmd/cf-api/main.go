@@ -3,8 +3,9 @@
 //	cf api http://127.0.0.1:9000 && cf auth <kubeconfig user> && cf orgs
 //
 // It reads the cluster with its own kubeconfig (in a pod, its ServiceAccount), which needs
-// only get, list and watch on cforgs, cfspaces and rolebindings; every request acts with the
-// caller's own Kubernetes credentials.
+// only get, list and watch on cforgs, cfspaces and rolebindings, and list on kpack's
+// clusterstacks and clusterstores; every request acts with the caller's own Kubernetes
+// credentials.
 package main
 
 import (
