@@ -69,7 +69,7 @@ func resolve(in inputs) resolution {
 	var r resolution
 	r.checkPropagation(in)
 	credentials := r.resolveCredentials(in)
-	repositoryRegistry := r.resolveDropletRepository(in)
+	repositoryRegistry := r.resolveDropletRepository(in, credentials)
 	sa := r.resolveServiceAccount(in)
 	r.resolveBuilder(in)
 
@@ -193,11 +193,14 @@ func firsts(m map[string][]placed) map[string]placed {
 }
 
 // resolveDropletRepository sets the space's droplet repository and returns its registry host.
-// The repository is placed at an org or the root, and every space gets its own path below it;
-// a space's own Secret may only narrow that path, so that nothing in a space can aim its
-// droplets, pushed with the org's credentials, anywhere else.
-func (r *resolution) resolveDropletRepository(in inputs) string {
+// A repository placed at an org or the root gives every space below a path of its own below it
+// (the namespaces below that level). A space's own Secret, which only an operator places
+// (config/policies), may give the space another: one within that path (it narrows it), or one
+// outside every repository placed above, which the space's builds push to with credentials of
+// the space's own (checkOwnRepository).
+func (r *resolution) resolveDropletRepository(in inputs, credentials map[string]placed) string {
 	var placedAbove, placedHere []placed
+	var repositoriesAbove []string
 	prefixes := map[placed]string{}
 	for i := range in.secrets {
 		prefix, ok := in.secrets[i].Annotations[cfv1alpha1.DropletRepositoryPrefixAnnotation]
@@ -210,42 +213,70 @@ func (r *resolution) resolveDropletRepository(in inputs) string {
 			placedHere = append(placedHere, p)
 		} else {
 			placedAbove = append(placedAbove, p)
+			repositoriesAbove = append(repositoriesAbove, prefix)
 		}
 	}
-	space := in.ancestry.namespace
+	var spaceRepository string
 	best := nearest(placedAbove)
-	if len(best) == 0 {
-		message := fmt.Sprintf("no build-config Secret in the org or root above %s has the annotation %s",
-			space, cfv1alpha1.DropletRepositoryPrefixAnnotation)
-		if len(placedHere) > 0 {
-			message += fmt.Sprintf("; Secret %s of the space itself may only narrow that repository", placedHere[0].name)
-		}
-		r.fail(cfv1alpha1.DropletRepositoryMissingReason, "%s", message)
+	if len(best) > 0 {
+		r.checkSingle(best)
+		spaceRepository = cfv1alpha1.SpaceRepository(prefixes[best[0]], in.ancestry.below(best[0].from))
+	}
+	own := nearest(placedHere)
+	if len(own) == 0 && len(best) == 0 {
+		r.fail(cfv1alpha1.DropletRepositoryMissingReason, "no build-config Secret in %s or above has the annotation %s",
+			in.ancestry.namespace, cfv1alpha1.DropletRepositoryPrefixAnnotation)
 		return ""
 	}
-	if len(best) > 1 {
-		r.fail(cfv1alpha1.AmbiguousBuildConfigReason, "Secrets %s (from %s) both set the droplet repository",
-			names(best), best[0].from)
-	}
-	repository := cfv1alpha1.SpaceRepository(prefixes[best[0]], in.ancestry.below(best[0].from))
-	if own := nearest(placedHere); len(own) > 0 {
-		narrowed := strings.TrimSuffix(prefixes[own[0]], "/")
-		if !cfv1alpha1.WithinRepository(narrowed, repository) {
-			r.fail(cfv1alpha1.InvalidDropletRepositoryReason,
-				"Secret %s (from %s): droplet repository %q is not within %q, the space's repository below the one %s places; a space may only narrow it",
-				own[0].name, space, narrowed, repository, best[0].from)
-			return ""
-		}
-		repository = narrowed
+	chosen, repository := best, spaceRepository
+	if len(own) > 0 {
+		r.checkSingle(own)
+		chosen, repository = own, strings.TrimSuffix(prefixes[own[0]], "/")
 	}
 	repo, err := name.NewRepository(repository, name.WeakValidation)
 	if err != nil {
 		r.fail(cfv1alpha1.InvalidDropletRepositoryReason, "Secret %s (from %s): droplet repository %q: %v",
-			best[0].name, best[0].from, repository, err)
+			chosen[0].name, chosen[0].from, repository, err)
+		return ""
+	}
+	if len(own) > 0 && !r.checkOwnRepository(own[0], repository, spaceRepository, repositoriesAbove, credentials[repo.RegistryStr()]) {
 		return ""
 	}
 	r.config.DropletRepositoryPrefix = repository
 	return repo.RegistryStr()
+}
+
+// checkSingle reports two Secrets of one level that both set the droplet repository.
+func (r *resolution) checkSingle(level []placed) {
+	if len(level) > 1 {
+		r.fail(cfv1alpha1.AmbiguousBuildConfigReason, "Secrets %s (from %s) both set the droplet repository",
+			names(level), level[0].from)
+	}
+}
+
+// checkOwnRepository says whether the space may use repository, which its own Secret sets. Within
+// spaceRepository, the space's path below a repository placed above it, it narrows the path. Any
+// other repository must lie outside every repository placed above (their credentials reach
+// everything below them from every space below), and the space's builds must push to it with
+// credentials of the space's own (cred, those that win for its host), never with credentials
+// placed above for other repositories.
+func (r *resolution) checkOwnRepository(own placed, repository, spaceRepository string, repositoriesAbove []string, cred placed) bool {
+	if spaceRepository != "" && cfv1alpha1.WithinRepository(repository, spaceRepository) {
+		return true
+	}
+	if enclosing := cfv1alpha1.EnclosingRepository(repository, repositoriesAbove); enclosing != "" {
+		r.fail(cfv1alpha1.InvalidDropletRepositoryReason,
+			"Secret %s (from %s): droplet repository %q lies within %q, placed above the space, whose credentials reach it from every space below; a space may only narrow its own repository %q there, or have one outside %q",
+			own.name, own.from, repository, enclosing, spaceRepository, enclosing)
+		return false
+	}
+	if cred.name != "" && cred.level != 0 {
+		r.fail(cfv1alpha1.InvalidDropletRepositoryReason,
+			"Secret %s (from %s): droplet repository %q is the space's own, outside the repositories placed above it, so the space's builds must push there with credentials of the space's own, but those for its registry are Secret %s (from %s); put credentials for that registry in a build-config Secret of %s",
+			own.name, own.from, repository, cred.name, cred.from, own.from)
+		return false
+	}
+	return true
 }
 
 // resolveServiceAccount sets the build ServiceAccount and checks the Secrets it names.

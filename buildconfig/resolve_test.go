@@ -150,6 +150,47 @@ var _ = Describe("resolving a space's build configuration", func() {
 		Expect(r.config.RegistryCredentials[0].Secret.Name).To(Equal("org-registry"))
 	})
 
+	Describe("a space that an operator gives a repository of its own, outside the org's", func() {
+		// ownRegistry is what `kubectl cf set-registry ORG SPACE` places: the space's credentials
+		// with its repository, and its build ServiceAccount listing them.
+		ownRegistry := func(in *inputs, registry, repository string, listed ...string) {
+			in.secrets = append(in.secrets, credentials("space", "space-registry", registry, repository))
+			in.serviceAccounts = append(in.serviceAccounts, serviceAccount("space", "space-build", append([]string{"space-registry"}, listed...)...))
+		}
+
+		It("needs nothing of the org's but a Builder: no credentials, no repository", func() {
+			in := inputs{ancestry: ancestryOf(spaceNS), builders: []builderCandidate{placedBuilder("cf", "root-builder", true)}}
+			ownRegistry(&in, "own.registry", "own.registry/teams/space/")
+			r := resolve(in)
+			Expect(r.condition()).To(HaveField("Status", metav1.ConditionTrue))
+			Expect(r.config.DropletRepositoryPrefix).To(Equal("own.registry/teams/space"))
+			Expect(r.config.RegistryCredentials).To(ConsistOf(cfv1alpha1.RegistryCredential{
+				Registry: "own.registry", Secret: cfv1alpha1.PlacedObject{Name: "space-registry", From: "space"}}))
+			Expect(r.config.ServiceAccount).To(Equal(&cfv1alpha1.PlacedObject{Name: "space-build", From: "space"}))
+		})
+
+		It("pushes there with the space's credentials, beside the org's for the org's registry", func() {
+			in := orgSetup()
+			ownRegistry(&in, "own.registry", "own.registry/space", "org-registry")
+			r := resolve(in)
+			Expect(r.condition()).To(HaveField("Status", metav1.ConditionTrue))
+			Expect(r.config.DropletRepositoryPrefix).To(Equal("own.registry/space"))
+			Expect(r.config.RegistryCredentials).To(ConsistOf(
+				cfv1alpha1.RegistryCredential{Registry: "own.registry", Secret: cfv1alpha1.PlacedObject{Name: "space-registry", From: "space"}},
+				cfv1alpha1.RegistryCredential{Registry: "registry.local", Secret: cfv1alpha1.PlacedObject{Name: "org-registry", From: "org"}},
+			))
+		})
+
+		It("may be on the org's registry host, outside the org's repository, with the space's own account", func() {
+			in := orgSetup()
+			ownRegistry(&in, "registry.local", "registry.local/isolated/space")
+			r := resolve(in)
+			Expect(r.condition()).To(HaveField("Status", metav1.ConditionTrue))
+			Expect(r.config.DropletRepositoryPrefix).To(Equal("registry.local/isolated/space"))
+			Expect(r.config.RegistryCredentials).To(ConsistOf(HaveField("Secret", cfv1alpha1.PlacedObject{Name: "space-registry", From: "space"})))
+		})
+	})
+
 	DescribeTable("says precisely what is missing or wrong",
 		func(change func(*inputs), reason string, message string) {
 			in := orgSetup()
@@ -165,17 +206,31 @@ var _ = Describe("resolving a space's build configuration", func() {
 			in.secrets[0].Data[corev1.DockerConfigJsonKey] = dockerConfigJSON("other.local")
 		}, cfv1alpha1.RegistryCredentialsMissingReason, "holds credentials for registry.local"),
 		Entry("no droplet repository", func(in *inputs) { in.secrets[0].Annotations = nil },
-			cfv1alpha1.DropletRepositoryMissingReason, cfv1alpha1.DropletRepositoryPrefixAnnotation),
-		Entry("a droplet repository that only the space's own Secret sets", func(in *inputs) {
-			in.secrets[0].Annotations = nil
-			in.secrets = append(in.secrets, credentials("space", "space-registry", "registry.local", "registry.local/org/space"))
-		}, cfv1alpha1.DropletRepositoryMissingReason, "Secret space-registry of the space itself may only narrow that repository"),
-		Entry("a space's droplet repository aimed at another org's", func(in *inputs) {
-			in.secrets = append(in.secrets, credentials("space", "space-registry", "registry.local", "registry.local/other-org"))
-		}, cfv1alpha1.InvalidDropletRepositoryReason, `droplet repository "registry.local/other-org" is not within "registry.local/org/space"`),
+			cfv1alpha1.DropletRepositoryMissingReason, "no build-config Secret in space or above has the annotation "+cfv1alpha1.DropletRepositoryPrefixAnnotation),
 		Entry("a space's droplet repository aimed at a sibling space's", func(in *inputs) {
 			in.secrets = append(in.secrets, credentials("space", "space-registry", "registry.local", "registry.local/org/spacex"))
-		}, cfv1alpha1.InvalidDropletRepositoryReason, "a space may only narrow it"),
+		}, cfv1alpha1.InvalidDropletRepositoryReason,
+			`Secret space-registry (from space): droplet repository "registry.local/org/spacex" lies within "registry.local/org", placed above the space, whose credentials reach it from every space below; a space may only narrow its own repository "registry.local/org/space" there, or have one outside "registry.local/org"`),
+		Entry("a space's droplet repository aimed at the org's own", func(in *inputs) {
+			in.secrets = append(in.secrets, credentials("space", "space-registry", "registry.local", "registry.local/org/"))
+		}, cfv1alpha1.InvalidDropletRepositoryReason, `droplet repository "registry.local/org" lies within "registry.local/org"`),
+		Entry("a space's droplet repository within the root's, when the org places its own", func(in *inputs) {
+			in.secrets = append(in.secrets,
+				credentials("cf", "root-registry", "registry.local", "registry.local/all-orgs"),
+				credentials("space", "space-registry", "registry.local", "registry.local/all-orgs/other-org/space"))
+		}, cfv1alpha1.InvalidDropletRepositoryReason, `lies within "registry.local/all-orgs", placed above the space`),
+		Entry("a space's droplet repository outside the org's, pushed with the org's credentials", func(in *inputs) {
+			in.secrets = append(in.secrets, credentials("space", "space-registry", "other.local", "registry.local/other-org"))
+		}, cfv1alpha1.InvalidDropletRepositoryReason,
+			`droplet repository "registry.local/other-org" is the space's own, outside the repositories placed above it, so the space's builds must push there with credentials of the space's own, but those for its registry are Secret org-registry (from org)`),
+		Entry("a space's own droplet repository without credentials for its registry", func(in *inputs) {
+			in.secrets = []corev1.Secret{credentials("space", "space-registry", "other.local", "registry.local/space")}
+		}, cfv1alpha1.RegistryCredentialsMissingReason, "no build-config Secret in space or above holds credentials for registry.local"),
+		Entry("two Secrets of the space that both set the droplet repository", func(in *inputs) {
+			in.secrets = append(in.secrets,
+				credentials("space", "space-registry", "registry.local", "registry.local/org/space/a"),
+				credentials("space", "space-more", "registry.local", "registry.local/org/space/b"))
+		}, cfv1alpha1.AmbiguousBuildConfigReason, "Secrets space-more, space-registry (from space) both set the droplet repository"),
 		Entry("a droplet repository that is no repository", func(in *inputs) {
 			in.secrets[0].Annotations[cfv1alpha1.DropletRepositoryPrefixAnnotation] = "Registry.Local/UPPER"
 		}, cfv1alpha1.InvalidDropletRepositoryReason, `droplet repository "Registry.Local/UPPER/space"`),

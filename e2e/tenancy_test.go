@@ -333,8 +333,8 @@ var _ = Describe("Build configuration above the spaces", func() {
 // Registry isolation between the spaces of one org is the operator's choice: the org's
 // credential reaches every space's repository; an account per space (set-registry ORG SPACE)
 // reaches only its own. Here the org places only the droplet repository, with an account that may
-// push and pull nowhere (cf-hnc takes the repository from above the space, and a build-config
-// Secret must hold credentials), and each space its own account.
+// push and pull nowhere, and each space its own account. Since per-space registries the org need
+// place nothing (e2e "A space with a registry of its own").
 var _ = Describe("Registry isolation between the spaces of an org", Ordered, func() {
 	var (
 		org, spaceA, spaceB, user string

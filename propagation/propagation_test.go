@@ -347,16 +347,38 @@ var _ = Describe("Build configuration placed once per org", func() {
 			HaveField("Message", ContainSubstring("cannot have more than one selector"))))
 	})
 
-	It("refuses a space's droplet repository that does not narrow the one its org places", func(ctx SpecContext) {
-		space, otherOrg := createSpace(ctx, org), createOrg(ctx)
+	It("refuses a space's droplet repository within the org's that is not within the space's own", func(ctx SpecContext) {
+		space, sibling := createSpace(ctx, org), createSpace(ctx, org)
 		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
 		placeServiceAccount(ctx, org, "build")
-		placeRegistry(ctx, space, "space-registry", "registry.local", "registry.local/"+otherOrg)
+		placeRegistry(ctx, space, "space-registry", "registry.local", "registry.local/"+org+"/"+sibling)
 		placeServiceAccount(ctx, space, "space-build")
 		Eventually(buildReady(ctx, org, space)).Should(And(
 			HaveField("Reason", cfv1alpha1.InvalidDropletRepositoryReason),
-			HaveField("Message", ContainSubstring(`droplet repository "registry.local/%s" is not within "registry.local/%s/%s"`, otherOrg, org, space))))
+			HaveField("Message", ContainSubstring(`droplet repository "registry.local/%s/%s" lies within "registry.local/%s"`, org, sibling, org))))
 		Expect(buildConfig(ctx, org, space)()).To(HaveField("DropletRepositoryPrefix", BeEmpty()))
+	})
+
+	It("gives a space the registry and repository an operator placed for it alone, with nothing placed at the org", func(ctx SpecContext) {
+		space, other := createSpace(ctx, org), createSpace(ctx, org)
+		placeRegistry(ctx, space, "space-registry", "own.registry", "own.registry/teams/"+space)
+		placeServiceAccount(ctx, space, "space-build")
+
+		Eventually(buildConfig(ctx, org, space)).Should(And(
+			HaveField("DropletRepositoryPrefix", "own.registry/teams/"+space),
+			HaveField("RegistryCredentials", ConsistOf(cfv1alpha1.RegistryCredential{
+				Registry: "own.registry", Secret: cfv1alpha1.PlacedObject{Name: "space-registry", From: space}})),
+			HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "space-build", From: space})),
+		))
+		Eventually(func() []corev1.ObjectReference {
+			sa := &corev1.ServiceAccount{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "space-build"}, sa)).To(Succeed())
+			return sa.Secrets
+		}).Should(ConsistOf(corev1.ObjectReference{Name: "space-registry"}))
+		Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.BuilderMissingReason),
+			"only the Builder is missing: no kpack here")
+		Eventually(buildReady(ctx, org, other)).Should(HaveField("Reason", cfv1alpha1.RegistryCredentialsMissingReason),
+			"the other space of the org has nothing")
 	})
 
 	It("never lets one org's credentials reach another org", func(ctx SpecContext) {

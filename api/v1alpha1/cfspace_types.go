@@ -40,7 +40,8 @@ type CFSpaceStatus struct {
 type SpaceBuildConfig struct {
 	// DropletRepositoryPrefix is the space's own repository, where its droplets are pushed as
 	// "<prefix>/<app guid>": the repository placed at the org or the root, followed by the
-	// namespaces below it down to the space, or a narrower one that the space's own Secret sets.
+	// namespaces below it down to the space, a narrower one, or one outside every repository
+	// placed above that the space's own Secret sets.
 	// +optional
 	DropletRepositoryPrefix string `json:"dropletRepositoryPrefix,omitempty"`
 

@@ -143,11 +143,24 @@ func SpaceRepository(placed string, below []string) string {
 	return strings.Join(append([]string{strings.TrimSuffix(placed, "/")}, below...), "/")
 }
 
-// WithinRepository says whether repository is parent or lies below it: a space's own droplet
-// repository may only narrow the one its org or the root gives it.
+// WithinRepository says whether repository is parent or lies below it.
 func WithinRepository(repository, parent string) bool {
 	repository, parent = strings.TrimSuffix(repository, "/"), strings.TrimSuffix(parent, "/")
 	return repository == parent || strings.HasPrefix(repository, parent+"/")
+}
+
+// EnclosingRepository returns the repository among placedAbove (the droplet repositories placed
+// in the root and the org above a space) that repository lies within, or "". The credentials
+// placed with a repository above reach everything below it from every space below: a space
+// whose own repository lay within one, other than within the space's path below it, would keep
+// its droplets where other spaces' credentials read them.
+func EnclosingRepository(repository string, placedAbove []string) string {
+	for _, placed := range placedAbove {
+		if WithinRepository(repository, placed) {
+			return strings.TrimSuffix(placed, "/")
+		}
+	}
+	return ""
 }
 
 // DropletRepository is the repository of an app's droplets, below its space's repository.

@@ -55,3 +55,18 @@ var _ = Describe("ValidateNamespaceGUID", func() {
 		Entry("not hexadecimal", "4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a1g", false),
 	)
 })
+
+var _ = Describe("EnclosingRepository", func() {
+	placed := []string{"registry.local/org/", "registry.local/cf"}
+	DescribeTable("names the repository placed above that a space's repository lies within",
+		func(repository, enclosing string) {
+			Expect(cfv1alpha1.EnclosingRepository(repository, placed)).To(Equal(enclosing))
+		},
+		Entry("the org's itself", "registry.local/org", "registry.local/org"),
+		Entry("a space's path below the org's", "registry.local/org/space/team", "registry.local/org"),
+		Entry("below the root's", "registry.local/cf/other-org/space", "registry.local/cf"),
+		Entry("a repository whose name only starts like the org's", "registry.local/organic", ""),
+		Entry("another path on the same registry", "registry.local/isolated/space", ""),
+		Entry("another registry", "own.registry/org", ""),
+	)
+})

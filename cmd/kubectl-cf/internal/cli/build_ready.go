@@ -38,7 +38,7 @@ func buildReadyRemedy(reason, org string) string {
 	case cfv1alpha1.DropletRepositoryMissingReason:
 		return "an operator must say where the org's droplets go: " + setRegistry
 	case cfv1alpha1.InvalidDropletRepositoryReason:
-		return "an operator must correct the droplet repository (a space's own may only narrow its org's): " + setRegistry
+		return "an operator must correct the droplet repository (a space's own lies within its path below the org's, or outside the org's with the space's own credentials): " + setRegistry
 	case cfv1alpha1.ServiceAccountMissingReason, cfv1alpha1.ServiceAccountSecretMissingReason, cfv1alpha1.CredentialsNotOnServiceAccountReason:
 		return "an operator must place the build ServiceAccount with the credentials, which set-registry does: " + setRegistry
 	case cfv1alpha1.AmbiguousBuildConfigReason:

@@ -176,7 +176,7 @@ func (p placement) showEffect(ctx context.Context, c client.Client, out io.Write
 
 // spaceRepository is the repository of the placement's space as its org or the root places it:
 // "<repository placed at the org>/<space GUID>", else "<the root's>/<org GUID>/<space GUID>"
-// (api/v1alpha1.SpaceRepository). The space's own droplet repository may only narrow it. It
+// (api/v1alpha1.SpaceRepository). A space's own droplet repository may narrow it, or lie outside every repository placed above. It
 // returns "" when neither the org nor the root places a droplet repository.
 func (p placement) spaceRepository(ctx context.Context, c client.Client) (repository string, err error) {
 	rootPlaced, err := placedRepositories(ctx, c, p.root)

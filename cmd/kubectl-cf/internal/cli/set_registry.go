@@ -7,11 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,7 +43,10 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 		Long: "Server-side apply, in the namespace of ORG (or of SPACE in ORG, or the root namespace with --all-orgs), " +
 			"a registry credential Secret for HOST and the build ServiceAccount, both labelled " + cfv1alpha1.BuildConfigLabel +
 			"=true: cf-hnc propagates them to every space below and lists the credentials on the ServiceAccount. " +
-			"Run it again to rotate the password. Then show, for each space affected, whether it can build.",
+			"Placed for a space, they win over the org's for that space alone, and --droplet-repository may give the space " +
+			"a registry and repository of its own, which needs nothing placed at the org. " +
+			"Run it again to rotate the password. Then show, for each space affected, whether it can build, " +
+			"and for a space where its droplets go.",
 		Args:              o.validateArgs,
 		ValidArgsFunction: s.completeOrgThenSpace,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,10 +65,14 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := o.checkNarrowing(cmd.Context(), c, p); err != nil {
+			if err := o.checkSpaceRepository(cmd.Context(), c, p, host); err != nil {
 				return err
 			}
-			if err := o.apply(cmd.Context(), c, p); err != nil {
+			repository, err := o.repository(cmd.Context(), c, p)
+			if err != nil {
+				return err
+			}
+			if err := o.apply(cmd.Context(), c, p, repository); err != nil {
 				return fmt.Errorf("placing the registry for %s: %w", p.description, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "registry %s set for %s: Secret %s and ServiceAccount %s in namespace %s\n",
@@ -68,7 +80,10 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 			if !o.wait.wait {
 				return nil
 			}
-			return p.showEffect(cmd.Context(), c, cmd.OutOrStdout(), host, o.wait.timeout)
+			if err := p.showEffect(cmd.Context(), c, cmd.OutOrStdout(), host, o.wait.timeout); err != nil || p.level != cfv1alpha1.SpaceLevel {
+				return err
+			}
+			return p.showSpaceRepository(cmd.Context(), c, cmd.OutOrStdout(), strings.TrimSuffix(repository, "/"), o.wait.timeout)
 		},
 	}
 	f := cmd.Flags()
@@ -79,8 +94,9 @@ func newSetRegistryCommand(s *session) *cobra.Command {
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "Read the registry password from stdin.")
 	f.StringVar(&o.dropletRepository, "droplet-repository", "",
 		`Where the droplets of the spaces below go (for example registry.example.com/cf/acme): each space gets "<it>/<space guid>" `+
-			`below an org's ("<it>/<org guid>/<space guid>" below the root's). For a space, only a repository within the space's own `+
-			`may be given, to narrow it. Omitted, an earlier value is kept.`)
+			`below an org's ("<it>/<org guid>/<space guid>" below the root's). For a space, where its droplets go: within the `+
+			`repository placed at its org or the root, only the space's own or one below it; outside it, any repository on HOST, `+
+			`which the space's builds push to with these credentials. Omitted, an earlier value is kept.`)
 	cobra.CheckErr(cmd.MarkFlagRequired("server"))
 	cobra.CheckErr(cmd.MarkFlagRequired("username"))
 	cmd.MarkFlagsOneRequired("password", "password-stdin")
@@ -118,16 +134,10 @@ func (o *registryOptions) readPassword(in io.Reader) error {
 
 // apply states the credential Secret and the build ServiceAccount under the plugin's field
 // manager, so that running again rotates them in place.
-func (o *registryOptions) apply(ctx context.Context, c client.Client, p placement) error {
+func (o *registryOptions) apply(ctx context.Context, c client.Client, p placement, prefix string) error {
 	config, err := dockerConfig(o.server, o.username, o.password)
 	if err != nil {
 		return err
-	}
-	prefix := o.dropletRepository
-	if prefix == "" {
-		if prefix, err = p.currentPrefix(ctx, c); err != nil {
-			return err
-		}
 	}
 	labels := map[string]string{cfv1alpha1.BuildConfigLabel: "true"}
 	secret := corev1ac.Secret(p.secretName(), p.namespace).
@@ -146,6 +156,15 @@ func (o *registryOptions) apply(ctx context.Context, c client.Client, p placemen
 		return fmt.Errorf("applying ServiceAccount %s: %w", p.serviceAccountName(), err)
 	}
 	return nil
+}
+
+// repository is the droplet repository that the placed Secret states: --droplet-repository, or
+// the one placed before.
+func (o *registryOptions) repository(ctx context.Context, c client.Client, p placement) (string, error) {
+	if o.dropletRepository != "" {
+		return o.dropletRepository, nil
+	}
+	return p.currentPrefix(ctx, c)
 }
 
 // dockerConfig is the content of a kubernetes.io/dockerconfigjson Secret for one registry.
@@ -178,25 +197,72 @@ func (o *registryOptions) check() (string, error) {
 	return host, nil
 }
 
-// checkNarrowing refuses, before anything is written, a space's --droplet-repository that is not
-// within the space's repository: cf-hnc would not build with it (InvalidDropletRepository).
-func (o *registryOptions) checkNarrowing(ctx context.Context, c client.Client, p placement) error {
+// checkSpaceRepository refuses, before anything is written, a space's --droplet-repository that
+// cf-hnc would not build with (InvalidDropletRepository): one within a repository placed in the
+// org or the root, other than the space's own there or one below it, and one outside them on
+// another registry than --server, which the space's builds would push to with credentials
+// placed above the space.
+func (o *registryOptions) checkSpaceRepository(ctx context.Context, c client.Client, p placement, host string) error {
 	if p.level != cfv1alpha1.SpaceLevel || o.dropletRepository == "" {
 		return nil
 	}
-	repository, err := p.spaceRepository(ctx, c)
+	spaceRepository, err := p.spaceRepository(ctx, c)
 	if err != nil {
 		return err
 	}
-	flag, org := fmt.Sprintf("--droplet-repository %q", o.dropletRepository), p.orgs[p.org]
-	if repository == "" {
-		return fmt.Errorf("%s: neither org %q nor the root places a droplet repository, and a space may only narrow theirs: "+
-			"place the org's first (kubectl cf set-registry %s --server ... --droplet-repository PREFIX), or omit --droplet-repository",
-			flag, org, org)
+	if spaceRepository != "" && cfv1alpha1.WithinRepository(o.dropletRepository, spaceRepository) {
+		return nil
 	}
-	if !cfv1alpha1.WithinRepository(o.dropletRepository, repository) {
-		return fmt.Errorf("%s is not within %q, the repository of %s: a space may only narrow it, so give that repository "+
-			"or one below it, or omit --droplet-repository", flag, repository, p.description)
+	var placedAbove []string
+	for _, namespace := range []string{p.org, p.root} {
+		placed, err := placedRepositories(ctx, c, namespace)
+		if err != nil {
+			return err
+		}
+		placedAbove = append(placedAbove, slices.Sorted(maps.Values(placed))...)
+	}
+	flag := fmt.Sprintf("--droplet-repository %q", o.dropletRepository)
+	if enclosing := cfv1alpha1.EnclosingRepository(o.dropletRepository, placedAbove); enclosing != "" {
+		return fmt.Errorf("%s lies within %q, placed above %s, whose credentials reach it from every space below: "+
+			"give %q, the space's own repository there, or one below it, or a repository outside %q, or omit --droplet-repository",
+			flag, enclosing, p.description, spaceRepository, enclosing)
+	}
+	repository, err := name.NewRepository(strings.TrimSuffix(o.dropletRepository, "/"), name.WeakValidation)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	if repository.RegistryStr() != host {
+		return fmt.Errorf("%s is a repository of the space's own, on registry %s, which its builds push to with the credentials placed "+
+			"for the space, but those are for %s: give --server %s", flag, repository.RegistryStr(), host, repository.RegistryStr())
+	}
+	return nil
+}
+
+// showSpaceRepository waits, up to timeout, until cf-hnc has resolved the droplet repository of
+// the placement's space from the placed Secret (want; "" when the Secret states none, and the
+// space keeps its path below its org's or the root's), and says where the space's droplets go.
+func (p placement) showSpaceRepository(ctx context.Context, c client.Client, out io.Writer, want string, timeout time.Duration) error {
+	space := &cfv1alpha1.CFSpace{}
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: p.org, Name: p.namespace}, space); err != nil {
+			return false, err
+		}
+		buildReady := meta.FindStatusCondition(space.Status.Conditions, cfv1alpha1.BuildReadyCondition)
+		resolved := space.Status.Build != nil && (want == "" || space.Status.Build.DropletRepositoryPrefix == want)
+		refused := buildReady != nil && buildReady.Reason == cfv1alpha1.InvalidDropletRepositoryReason
+		return resolved || refused || !meta.IsStatusConditionTrue(space.Status.Conditions, cfv1alpha1.ReadyCondition), nil
+	})
+	pending := wait.Interrupted(err) && ctx.Err() == nil
+	if err != nil && !pending {
+		return err
+	}
+	switch build := space.Status.Build; {
+	case pending:
+		fmt.Fprintf(out, "%s has not picked up the droplet repository %s after %s; see kubectl cf tree\n", p.description, want, timeout)
+	case build == nil || build.DropletRepositoryPrefix == "":
+		fmt.Fprintf(out, "%s has no droplet repository: see why it cannot build with kubectl cf tree\n", p.description)
+	default:
+		fmt.Fprintf(out, "droplets of %s go to %s\n", p.description, build.DropletRepositoryPrefix)
 	}
 	return nil
 }

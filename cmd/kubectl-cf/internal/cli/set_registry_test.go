@@ -83,6 +83,7 @@ var _ = Describe("set-registry", func() {
 			fmt.Sprintf(`registry registry.local set for space "dev" of org %q: Secret cf-registry-space and ServiceAccount cf-build-space in namespace %s`, name, dev),
 			"ORG SPACE NAMESPACE BUILD READY",
 			fmt.Sprintf("%s dev %s False (BuilderMissing)", name, dev),
+			fmt.Sprintf(`droplets of space "dev" of org %q go to registry.local/%s/%s/narrowed`, name, org, dev),
 		}))
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: dev, Name: "cf-registry-space"}, &corev1.Secret{})).To(Succeed())
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: dev, Name: "cf-build-space"}, &corev1.ServiceAccount{})).To(Succeed())
@@ -96,7 +97,31 @@ var _ = Describe("set-registry", func() {
 		Expect(other.DropletRepositoryPrefix).To(Equal("registry.local/" + org + "/" + prod))
 	})
 
-	DescribeTable("refuses a space's droplet repository that does not narrow the space's own, before it writes anything",
+	It("gives a space a registry and repository of its own, outside the org's, with nothing placed at the org", func(ctx SpecContext) {
+		out, err := kubectlCF(ctx, "set-registry", name, "dev", "--server", "own.registry", "--username", "acme-dev",
+			"--password", "s3cret", "--droplet-repository", "own.registry/teams/dev")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lines(out)).To(Equal([]string{
+			fmt.Sprintf(`registry own.registry set for space "dev" of org %q: Secret cf-registry-space and ServiceAccount cf-build-space in namespace %s`, name, dev),
+			"ORG SPACE NAMESPACE BUILD READY",
+			fmt.Sprintf("%s dev %s False (BuilderMissing)", name, dev),
+			fmt.Sprintf(`droplets of space "dev" of org %q go to own.registry/teams/dev`, name),
+		}))
+		secret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: dev, Name: "cf-registry-space"}, secret)).To(Succeed())
+		Expect(secret.Annotations).To(HaveKeyWithValue(cfv1alpha1.DropletRepositoryPrefixAnnotation, "own.registry/teams/dev"))
+		build := cfSpace(ctx, org, dev).Status.Build
+		Expect(build.RegistryCredentials).To(ConsistOf(cfv1alpha1.RegistryCredential{
+			Registry: "own.registry", Secret: cfv1alpha1.PlacedObject{Name: "cf-registry-space", From: dev}}))
+
+		By("moving the space's repository, the report waits for cf-hnc to resolve the new one")
+		out, err = kubectlCF(ctx, "set-registry", name, "dev", "--server", "own.registry", "--username", "acme-dev",
+			"--password", "s3cret", "--droplet-repository", "own.registry/moved/dev/")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lines(out)).To(ContainElement(fmt.Sprintf(`droplets of space "dev" of org %q go to own.registry/moved/dev`, name)))
+	})
+
+	DescribeTable("refuses a space's droplet repository that cf-hnc would not build with, before it writes anything",
 		func(ctx SpecContext, orgRepository, rootRepository string, spaceRepository func() string, message func() string) {
 			if orgRepository != "" {
 				_, err := kubectlCF(ctx, "set-registry", name, "--server", "registry.local", "--username", "acme",
@@ -118,26 +143,29 @@ var _ = Describe("set-registry", func() {
 		Entry("a repository beside the space's", "registry.local/acme", "",
 			func() string { return "registry.local/acme/" + prod },
 			func() string {
-				return fmt.Sprintf(`--droplet-repository "registry.local/acme/%s" is not within "registry.local/acme/%s", the repository of space "dev" of org %q: `+
-					`a space may only narrow it, so give that repository or one below it, or omit --droplet-repository`, prod, dev, name)
+				return fmt.Sprintf(`--droplet-repository "registry.local/acme/%s" lies within "registry.local/acme", placed above space "dev" of org %q, `+
+					`whose credentials reach it from every space below: give "registry.local/acme/%s", the space's own repository there, or one below it, `+
+					`or a repository outside "registry.local/acme", or omit --droplet-repository`, prod, name, dev)
 			}),
 		Entry("the org's repository itself, which the space's lies below", "registry.local/acme", "",
 			func() string { return "registry.local/acme" },
 			func() string {
-				return fmt.Sprintf(`--droplet-repository "registry.local/acme" is not within "registry.local/acme/%s", the repository of space "dev" of org %q: `+
-					`a space may only narrow it, so give that repository or one below it, or omit --droplet-repository`, dev, name)
+				return fmt.Sprintf(`--droplet-repository "registry.local/acme" lies within "registry.local/acme", placed above space "dev" of org %q, `+
+					`whose credentials reach it from every space below: give "registry.local/acme/%s", the space's own repository there, or one below it, `+
+					`or a repository outside "registry.local/acme", or omit --droplet-repository`, name, dev)
 			}),
 		Entry("a repository beside the space's, below the root's", "", "registry.local/cf",
 			func() string { return "registry.local/cf/" + dev },
 			func() string {
-				return fmt.Sprintf(`--droplet-repository "registry.local/cf/%s" is not within "registry.local/cf/%s/%s", the repository of space "dev" of org %q: `+
-					`a space may only narrow it, so give that repository or one below it, or omit --droplet-repository`, dev, org, dev, name)
+				return fmt.Sprintf(`--droplet-repository "registry.local/cf/%s" lies within "registry.local/cf", placed above space "dev" of org %q, `+
+					`whose credentials reach it from every space below: give "registry.local/cf/%s/%s", the space's own repository there, or one below it, `+
+					`or a repository outside "registry.local/cf", or omit --droplet-repository`, dev, name, org, dev)
 			}),
-		Entry("any repository while neither the org nor the root places one", "", "",
-			func() string { return "registry.local/" + dev },
+		Entry("a repository of the space's own on another registry than --server", "registry.local/acme", "",
+			func() string { return "own.registry/" + dev },
 			func() string {
-				return fmt.Sprintf(`--droplet-repository "registry.local/%s": neither org %q nor the root places a droplet repository, and a space may only narrow theirs: `+
-					`place the org's first (kubectl cf set-registry %s --server ... --droplet-repository PREFIX), or omit --droplet-repository`, dev, name, name)
+				return fmt.Sprintf(`--droplet-repository "own.registry/%s" is a repository of the space's own, on registry own.registry, which its builds push to `+
+					`with the credentials placed for the space, but those are for registry.local: give --server own.registry`, dev)
 			}),
 	)
 

@@ -165,7 +165,7 @@ var _ = Describe("a space that cannot build", func() {
 		Entry("no credentials", []metav1.Condition{condition(cfv1alpha1.BuildReadyCondition, metav1.ConditionFalse, cfv1alpha1.RegistryCredentialsMissingReason, "none")},
 			`space "dev" of org "acme" cannot build: BuildReady is False (RegistryCredentialsMissing): none; an operator must place the org's registry credentials: `+setRegistry),
 		Entry("an invalid repository", []metav1.Condition{condition(cfv1alpha1.BuildReadyCondition, metav1.ConditionFalse, cfv1alpha1.InvalidDropletRepositoryReason, "beside")},
-			`space "dev" of org "acme" cannot build: BuildReady is False (InvalidDropletRepository): beside; an operator must correct the droplet repository (a space's own may only narrow its org's): `+setRegistry),
+			`space "dev" of org "acme" cannot build: BuildReady is False (InvalidDropletRepository): beside; an operator must correct the droplet repository (a space's own lies within its path below the org's, or outside the org's with the space's own credentials): `+setRegistry),
 		Entry("no Builder", []metav1.Condition{condition(cfv1alpha1.BuildReadyCondition, metav1.ConditionFalse, cfv1alpha1.BuilderMissingReason, "none")},
 			`space "dev" of org "acme" cannot build: BuildReady is False (BuilderMissing): none; an operator must place a default kpack Builder labelled workloads.cloudfoundry.org/build-config=true in the org or the root namespace`),
 		Entry("propagation pending", []metav1.Condition{condition(cfv1alpha1.BuildReadyCondition, metav1.ConditionFalse, cfv1alpha1.PropagationPendingReason, "soon")},
