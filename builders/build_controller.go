@@ -340,7 +340,7 @@ func get[T client.Object](ctx context.Context, c client.Reader, namespace, name 
 // SetupWithManager registers the reconciler: it runs for CFBuilds, for kpack Builds and their
 // pods, and for whatever a waiting build waits for (waitingBuilds). Of an app and a package,
 // only a change of the spec, or its creation or deletion, is news for a build; of another
-// build, only that it left the queue of its app.
+// build, only that it joined or left the queue of its app.
 func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &cfv1alpha1.CFBuild{}, waitingIndex, waitingKeys); err != nil {
 		return err
@@ -351,7 +351,7 @@ func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("cfbuild").
 		For(&cfv1alpha1.CFBuild{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
-		Watches(&cfv1alpha1.CFBuild{}, waiting, builder.WithPredicates(leftQueue)).
+		Watches(&cfv1alpha1.CFBuild{}, waiting, builder.WithPredicates(queueChanged)).
 		Watches(&cfv1alpha1.CFPackage{}, waiting, specChanged).
 		Watches(&cfv1alpha1.CFApp{}, waiting, specChanged).
 		Watches(&kpackv1alpha2.Builder{}, waiting).
@@ -370,10 +370,12 @@ func (r *BuildReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// leftQueue passes the events of a CFBuild that leaves the queue of its app's builds: it
-// finished, or is being deleted. Only then may the next build of the app stage.
-var leftQueue = predicate.Funcs{
-	CreateFunc: func(event.CreateEvent) bool { return false },
+// queueChanged passes the events of a CFBuild that joins or leaves the queue of its app's
+// builds. One that leaves it (it finished, or is being deleted) lets the next build of the app
+// stage. One that joins it may go first: a build made in the same second as another, with a
+// smaller name, which the other did not see when it took the head of the queue.
+var queueChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return true },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, build := e.ObjectOld.(*cfv1alpha1.CFBuild), e.ObjectNew.(*cfv1alpha1.CFBuild)
 		return finished(build) && !finished(old) || !build.DeletionTimestamp.IsZero() && old.DeletionTimestamp.IsZero()

@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
@@ -468,6 +469,41 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 		Expect(buildReconciler.waitingBuilds(ctx, &cfv1alpha1.CFSpace{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: space}})).To(And(
 			ContainElement(request), WithTransform(func(r []ctrl.Request) int { return len(r) }, BeNumerically(">", flood))),
 			"its space, which every build of the namespace waits for")
+	})
+
+	It("queues a build behind one that joins its app's queue ahead of it, made in the same second with a smaller name", func(ctx SpecContext) {
+		app := createApp(ctx)
+		pkg := &cfv1alpha1.CFPackage{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: app.Name}}}
+		Expect(k8s.Create(ctx, pkg)).To(Succeed())
+		build := func(name string) *cfv1alpha1.CFBuild {
+			b := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: name},
+				Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: app.Name}, PackageRef: corev1.LocalObjectReference{Name: pkg.Name},
+					Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+			Expect(k8s.Create(ctx, b)).To(Succeed())
+			return b
+		}
+		reason := func(b *cfv1alpha1.CFBuild) func() string {
+			return func() string {
+				if c := meta.FindStatusCondition(cfBuild(ctx, b.Name)().Status.Conditions, cfv1alpha1.SucceededCondition); c != nil {
+					return c.Reason
+				}
+				return ""
+			}
+		}
+		later := build("z-" + string(uuid.NewUUID()))
+		Eventually(reason(later)).Should(Equal(cfv1alpha1.WaitingReason), "alone, it heads its app's queue")
+		earlier := build("a-" + string(uuid.NewUUID()))
+		first, queued := earlier, later // made in the same second, the smaller name goes first
+		if !earlier.CreationTimestamp.Equal(&later.CreationTimestamp) {
+			first, queued = later, earlier // made in different seconds, the older goes first
+		}
+		Eventually(reason(queued)).Should(Equal(cfv1alpha1.QueuedReason))
+		Expect(reason(first)()).To(Equal(cfv1alpha1.WaitingReason))
+		// Which of the two is reconciled first is the informers' race: the one that joins
+		// the queue must wake the other, whatever it decided alone.
+		Expect(queueChanged.Create(event.CreateEvent{Object: earlier})).To(BeTrue(), "a build that joins the queue is news for the others of its app")
+		Expect(buildReconciler.waitingBuilds(ctx, earlier)).To(ContainElement(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(later)}))
 	})
 
 	It("lets a build outside CF's tree wait, saying that its namespace cannot build", func(ctx SpecContext) {
