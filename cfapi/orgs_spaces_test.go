@@ -68,6 +68,18 @@ func managedOrg(ctx context.Context, userName string) (org string, manager user)
 	return org, manager
 }
 
+// developedSpace creates a space in an org of its own and a user that develops in it (and
+// nothing else), and waits until the API sees that.
+func developedSpace(ctx context.Context, orgManagerName, spaceName string) (org, space string, developer user) {
+	GinkgoHelper()
+	org, _ = managedOrg(ctx, orgManagerName)
+	space = testenv.CreateSpace(ctx, k8s, org, spaceName)
+	developer = newUser(ctx, "developer")
+	bind(ctx, space, "cf-space-developer", userSubject(developer))
+	Eventually(func() int { return developer.get(ctx, "/v3/spaces/"+space).status }).Should(Equal(http.StatusOK))
+	return org, space, developer
+}
+
 var _ = Describe("cf orgs and cf spaces", Ordered, func() {
 	var (
 		orgA, orgB                string
@@ -341,11 +353,7 @@ var _ = Describe("cf delete-space", func() {
 	})
 
 	It("refuses to delete a space to its space developer, as RBAC does", func(ctx SpecContext) {
-		org, _ := managedOrg(ctx, "space-deleter")
-		space := testenv.CreateSpace(ctx, k8s, org, "kept")
-		developer := newUser(ctx, "developer")
-		bind(ctx, space, "cf-space-developer", userSubject(developer))
-		Eventually(func() int { return developer.get(ctx, "/v3/spaces/"+space).status }).Should(Equal(http.StatusOK))
+		org, space, developer := developedSpace(ctx, "space-deleter", "kept")
 		Expect(cfErrorOf(developer.delete(ctx, "/v3/spaces/"+space), http.StatusForbidden)).To(HaveField("Title", "CF-NotAuthorized"))
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, &cfv1alpha1.CFSpace{})).To(Succeed())
 	})

@@ -138,11 +138,7 @@ var _ = Describe("cf set-space-role and cf set-org-role", func() {
 	})
 
 	It("refuses a role grant to a space developer, as RBAC does, and creates no RoleBinding", func(ctx SpecContext) {
-		org, _ := managedOrg(ctx, "role-granter")
-		space := testenv.CreateSpace(ctx, k8s, org, "guarded")
-		developer := newUser(ctx, "developer")
-		bind(ctx, space, "cf-space-developer", userSubject(developer))
-		Eventually(func() int { return developer.get(ctx, "/v3/spaces/"+space).status }).Should(Equal(http.StatusOK))
+		org, space, developer := developedSpace(ctx, "role-granter", "guarded")
 
 		Expect(cfErrorOf(developer.post(ctx, "/v3/roles", roleBody("space_manager", "space", space, developer.name)), http.StatusForbidden)).
 			To(And(HaveField("Code", 10003), HaveField("Title", "CF-NotAuthorized")))
@@ -198,11 +194,7 @@ var _ = Describe("cf space-users and cf org-users", func() {
 	})
 
 	It("refuses the list of a space's roles to a member who may not read its RoleBindings, as RBAC does", func(ctx SpecContext) {
-		org, _ := managedOrg(ctx, "role-lister")
-		space := testenv.CreateSpace(ctx, k8s, org, "private")
-		developer := newUser(ctx, "developer")
-		bind(ctx, space, "cf-space-developer", userSubject(developer))
-		Eventually(func() int { return developer.get(ctx, "/v3/spaces/"+space).status }).Should(Equal(http.StatusOK))
+		_, space, developer := developedSpace(ctx, "role-lister", "private")
 		Expect(cfErrorOf(developer.get(ctx, "/v3/roles?space_guids="+space+"&include=user"), http.StatusForbidden)).To(HaveField("Title", "CF-NotAuthorized"))
 	})
 
