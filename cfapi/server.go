@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"time"
@@ -147,6 +148,8 @@ func (s *server) routes() http.Handler {
 		"GET /v3/stacks":                  s.listStacks,
 		"GET /v3/buildpacks":              s.listBuildpacks,
 	}
+	maps.Copy(authenticated, s.appRoutes())
+	maps.Copy(authenticated, s.stagingRoutes())
 	for pattern, h := range authenticated {
 		mux.Handle(pattern, s.handle(s.authenticate(h)))
 	}
