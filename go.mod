@@ -18,6 +18,7 @@ require (
 	golang.org/x/sync v0.22.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.45.0
+	golang.org/x/time v0.15.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
@@ -103,7 +104,6 @@ require (
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.5.0 // indirect
 	gonum.org/v1/gonum v0.17.0 // indirect

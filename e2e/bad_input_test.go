@@ -58,6 +58,20 @@ var _ = Describe("Bad input", Ordered, func() {
 		refused(ctx, k8s, newSpaceObject(org, "DEV"), "Name must be unique per organization")
 	})
 
+	It("refuses apps and builds outside a space, where nothing stages or runs them", func(ctx SpecContext) {
+		for _, namespace := range []string{"default", root, org} {
+			app := newApp(namespace, defaultLifecycle)
+			refused(ctx, k8s, app, namespace+" is not the namespace of a Cloud Foundry space")
+		}
+		build := &cfv1alpha1.CFBuild{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: "app"}, PackageRef: corev1.LocalObjectReference{Name: "pkg"},
+				Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
+		}
+		refused(ctx, k8s, build, "default is not the namespace of a Cloud Foundry space")
+		Expect(k8s.Create(ctx, newApp(space, defaultLifecycle))).To(Succeed(), "a space's namespace takes them")
+	})
+
 	It("refuses values outside what the API allows, naming the allowed ones", func(ctx SpecContext) {
 		app := newApp(space, defaultLifecycle)
 		app.Spec.DesiredState = "RUNNING"

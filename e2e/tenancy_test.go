@@ -96,6 +96,13 @@ var _ = Describe("A space developer", Ordered, func() {
 		Entry("a ServiceAccount with the name of the root's build ServiceAccount", func(space string) client.Object {
 			return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "cf-build-root"}}
 		}, "reserved for the build configuration an operator places"),
+		Entry("a token Secret of the org's build ServiceAccount, which would act as it", func(space string) client.Object {
+			return &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "my-token",
+					Annotations: map[string]string{corev1.ServiceAccountNameKey: "cf-build-org"}},
+				Type: corev1.SecretTypeServiceAccountToken,
+			}
+		}, "only a platform operator may make a token for the build ServiceAccount cf-build-org"),
 	)
 
 	It("cannot label a Secret of its own as build configuration afterwards", func(ctx SpecContext) {

@@ -2,6 +2,7 @@ package metricsauth
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -77,10 +78,28 @@ var _ = Describe("the metrics guard", func() {
 		Expect(accesses).To(BeZero())
 	})
 
-	It("answers 403 to a user without the right, and reviews it again at the next scrape", func() {
+	It("answers 403 to a user without the right, and remembers the refusal for a while", func() {
 		Expect(scrape("nobody")).To(Equal(http.StatusForbidden))
+		now = now.Add(refusedFor - time.Second)
 		Expect(scrape("nobody")).To(Equal(http.StatusForbidden))
-		Expect([]int{reviews, accesses}).To(Equal([]int{2, 2}))
+		Expect([]int{reviews, accesses}).To(Equal([]int{1, 1}))
+		now = now.Add(2 * time.Second)
+		Expect(scrape("nobody")).To(Equal(http.StatusForbidden))
+		Expect([]int{reviews, accesses}).To(Equal([]int{2, 2}), "reviewed again once the refusal has lapsed")
+	})
+
+	It("answers a flood of new tokens 429 beyond a few reviews a second, and still lets a decided scraper in", func() {
+		Expect(scrape("reader")).To(Equal(http.StatusOK))
+		statuses := map[int]int{}
+		for i := range 100 {
+			statuses[scrape(fmt.Sprintf("forged-%d", i))]++
+		}
+		Expect(statuses).To(Equal(map[int]int{http.StatusUnauthorized: reviewBurst - 1, http.StatusTooManyRequests: 100 - reviewBurst + 1}))
+		Expect(reviews).To(Equal(reviewBurst), "one review for the scraper, the rest for the flood")
+		Expect(scrape("reader")).To(Equal(http.StatusOK), "a decided scraper is not held back")
+
+		now = now.Add(time.Second)
+		Expect(scrape("forged-again")).To(Equal(http.StatusUnauthorized), "reviews resume as time passes")
 	})
 
 	It("lets an allowed token scrape for a minute without new reviews, for the path it was allowed", func() {
