@@ -127,7 +127,7 @@ var _ = Describe("Quotas placed once in an org", Ordered, ContinueOnFailure, Lab
 		Expect(other).NotTo(BeEmpty())
 	}, SpecTimeout(3*time.Minute))
 
-	It("does not run an app instance beyond the space's memory, and the StatefulSet's events say why", func(ctx SpecContext) {
+	It("does not run an app instance beyond the space's memory, and the process and the StatefulSet's events say why", func(ctx SpecContext) {
 		app := deployedAppOf(ctx, org, existingSpace, staticSource)
 		DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, app)).To(Succeed()) }) // nothing left running on the node
 		web := webProcess(ctx, app)
@@ -141,7 +141,9 @@ var _ = Describe("Quotas placed once in an org", Ordered, ContinueOnFailure, Lab
 			HaveField("Note", ContainSubstring("limited: limits.memory=1280Mi")))))
 		Eventually(func() int { return readyInstances(ctx, web) }, starting).Should(Equal(2), "two 512 MiB instances fit in 1280Mi")
 		Consistently(func() []corev1.Pod { return instancePods(ctx, web) }, "3s").Should(HaveLen(2), "the third is never made")
-		Expect(running(ctx, web)()).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Message", HavePrefix("2 of 3"))))
+		Eventually(running(ctx, web)).Should(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", cfv1alpha1.QuotaExceededReason), HaveField("Message", And(HavePrefix("2 of 3"),
+				ContainSubstring("instance 2 DOWN (QuotaExceeded); ResourceQuota "+spaceQuota+" allows limits.memory 1280Mi")))))
 	})
 
 	It("is read, but cannot be changed, deleted or outdone, by a space developer", func(ctx SpecContext) {

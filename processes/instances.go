@@ -19,6 +19,7 @@ var notRunningReasons = []string{
 	cfv1alpha1.ImagePullFailedReason,
 	cfv1alpha1.OutOfMemoryReason,
 	cfv1alpha1.CrashLoopReason,
+	cfv1alpha1.QuotaExceededReason,
 	cfv1alpha1.UnschedulableReason,
 	cfv1alpha1.StartingReason,
 }
@@ -91,13 +92,22 @@ func crashReason(c *corev1.ContainerStatus) string {
 
 // instancesStatus sets the instances of a process, and its Running condition, from its pods:
 // desired instances should run the droplet image; zero desired for a stopped app or one
-// without a droplet (why, as reason and message, when so).
-func instancesStatus(p *cfv1alpha1.CFProcess, pods []corev1.Pod, desired int32, image string, why, whyMessage string) metav1.Condition {
+// without a droplet (why, as reason and message, when so). overQuota, when not empty, says
+// which quota leaves no room for the desired instances that have no pod: they are DOWN.
+func instancesStatus(p *cfv1alpha1.CFProcess, pods []corev1.Pod, desired int32, image string, why, whyMessage, overQuota string) metav1.Condition {
 	var instances []cfv1alpha1.InstanceStatus
 	for i := range pods {
 		if instance, ok := instanceOf(&pods[i]); ok {
 			instances = append(instances, instance)
 		}
+	}
+	if overQuota != "" {
+		for index := range desired {
+			if !slices.ContainsFunc(instances, func(i cfv1alpha1.InstanceStatus) bool { return i.Index == index }) {
+				instances = append(instances, cfv1alpha1.InstanceStatus{Index: index, State: cfv1alpha1.InstanceDown, Reason: cfv1alpha1.QuotaExceededReason})
+			}
+		}
+		overQuota = "; " + overQuota
 	}
 	slices.SortFunc(instances, func(a, b cfv1alpha1.InstanceStatus) int { return cmp.Compare(a.Index, b.Index) })
 	p.Status.Instances = instances
@@ -123,7 +133,7 @@ func instancesStatus(p *cfv1alpha1.CFProcess, pods []corev1.Pod, desired int32, 
 			Message: fmt.Sprintf("%d of %d instances run the current droplet", current, desired)}
 	}
 	return metav1.Condition{Type: cfv1alpha1.RunningCondition, Status: metav1.ConditionFalse, Reason: firstReason(instances),
-		Message: fmt.Sprintf("%d of %d instances run the current droplet%s", current, desired, problems(instances))}
+		Message: fmt.Sprintf("%d of %d instances run the current droplet%s%s", current, desired, problems(instances), overQuota)}
 }
 
 // firstReason is the first of notRunningReasons that an instance has; Starting while instances

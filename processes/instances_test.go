@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -68,7 +69,7 @@ var _ = Describe("An app's instances", func() {
 	It("are running when every desired instance runs the current droplet, by index", func() {
 		p := webProcess()
 		pods := []corev1.Pod{instancePod(1, dropletImage, true, running), instancePod(0, dropletImage, true, running)}
-		condition := instancesStatus(p, pods, 2, dropletImage, "", "")
+		condition := instancesStatus(p, pods, 2, dropletImage, "", "", "")
 		Expect(condition.Status).To(Equal(metav1.ConditionTrue))
 		Expect(condition.Reason).To(Equal(cfv1alpha1.InstancesRunningReason))
 		Expect(p.Status.Instances).To(HaveLen(2))
@@ -79,7 +80,7 @@ var _ = Describe("An app's instances", func() {
 	It("are not running while an instance still runs the old droplet (a rollout)", func() {
 		p := webProcess()
 		pods := []corev1.Pod{instancePod(0, "old@sha256:bbbb", true, running), instancePod(1, dropletImage, true, running)}
-		condition := instancesStatus(p, pods, 2, dropletImage, "", "")
+		condition := instancesStatus(p, pods, 2, dropletImage, "", "", "")
 		Expect(condition.Status).To(Equal(metav1.ConditionFalse))
 		Expect(condition.Reason).To(Equal(cfv1alpha1.StartingReason))
 		Expect(condition.Message).To(HavePrefix("1 of 2 instances run the current droplet"))
@@ -89,15 +90,25 @@ var _ = Describe("An app's instances", func() {
 	It("say first the reason a developer must act on", func() {
 		p := webProcess()
 		pods := []corev1.Pod{instancePod(0, dropletImage, false, waiting("CrashLoopBackOff")), instancePod(1, dropletImage, false, running)}
-		condition := instancesStatus(p, pods, 2, dropletImage, "", "")
+		condition := instancesStatus(p, pods, 2, dropletImage, "", "", "")
 		Expect(condition.Reason).To(Equal(cfv1alpha1.CrashLoopReason))
 		Expect(condition.Message).To(ContainSubstring("instance 0 CRASHED (CrashLoop)"))
 		Expect(p.Status.CrashedInstances).To(BeEquivalentTo(1))
 	})
 
+	It("name the quota that keeps an instance from being made, as DOWN", func() {
+		p := webProcess()
+		pods := []corev1.Pod{instancePod(0, dropletImage, true, running), instancePod(1, dropletImage, true, running)}
+		condition := instancesStatus(p, pods, 3, dropletImage, "", "", "ResourceQuota cf-space-quota allows limits.memory 1280Mi")
+		Expect(condition.Reason).To(Equal(cfv1alpha1.QuotaExceededReason))
+		Expect(condition.Message).To(Equal("2 of 3 instances run the current droplet; instance 2 DOWN (QuotaExceeded); ResourceQuota cf-space-quota allows limits.memory 1280Mi"))
+		Expect(p.Status.Instances).To(HaveLen(3))
+		Expect(p.Status.Instances[2]).To(And(HaveField("Index", BeEquivalentTo(2)), HaveField("State", cfv1alpha1.InstanceDown)))
+	})
+
 	It("say why none is desired: a stopped app", func() {
 		p := webProcess()
-		condition := instancesStatus(p, nil, 0, dropletImage, cfv1alpha1.AppStoppedReason, "the app is stopped")
+		condition := instancesStatus(p, nil, 0, dropletImage, cfv1alpha1.AppStoppedReason, "the app is stopped", "")
 		Expect(condition.Status).To(Equal(metav1.ConditionFalse))
 		Expect(condition.Reason).To(Equal(cfv1alpha1.AppStoppedReason))
 		Expect(p.Status.DesiredInstances).To(BeZero())
@@ -114,5 +125,35 @@ var _ = Describe("A cached instance pod", func() {
 		before, _ := instanceOf(&pod)
 		after, _ := instanceOf(trimmed)
 		Expect(after).To(Equal(before))
+	})
+})
+
+var _ = Describe("The room a space's quotas leave for one more instance", func() {
+	quota := func(name string, hard, used corev1.ResourceList) corev1.ResourceQuota {
+		return corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used}}
+	}
+	p := webProcess()
+	p.Spec.MemoryMB, p.Spec.DiskMB = 512, 1024
+
+	It("is none when a quota would pass its memory, pods or disk, naming it", func() {
+		Expect(quotaShortfall([]corev1.ResourceQuota{
+			quota("roomy", corev1.ResourceList{"pods": resource.MustParse("10")}, corev1.ResourceList{"pods": resource.MustParse("2")}),
+			quota("cf-space-quota", corev1.ResourceList{"limits.memory": resource.MustParse("1280Mi"), "count/secrets": resource.MustParse("1")},
+				corev1.ResourceList{"limits.memory": resource.MustParse("1Gi"), "count/secrets": resource.MustParse("1")}),
+		}, instanceNeeds(p))).To(Equal("ResourceQuota cf-space-quota allows limits.memory 1280Mi, 1Gi is used, and an instance needs 512Mi"))
+		Expect(quotaShortfall([]corev1.ResourceQuota{
+			quota("pods", corev1.ResourceList{"count/pods": resource.MustParse("2")}, corev1.ResourceList{"count/pods": resource.MustParse("2")}),
+		}, instanceNeeds(p))).To(ContainSubstring("ResourceQuota pods allows count/pods 2"))
+		Expect(quotaShortfall([]corev1.ResourceQuota{
+			quota("disk", corev1.ResourceList{"requests.ephemeral-storage": resource.MustParse("2Gi")}, corev1.ResourceList{"requests.ephemeral-storage": resource.MustParse("1.5Gi")}),
+		}, instanceNeeds(p))).To(ContainSubstring("ResourceQuota disk allows requests.ephemeral-storage 2Gi"))
+	})
+
+	It("is there when the instance fits exactly, the quota counts nothing an instance needs, or its usage is not counted yet", func() {
+		Expect(quotaShortfall([]corev1.ResourceQuota{
+			quota("exact", corev1.ResourceList{"requests.memory": resource.MustParse("1536Mi")}, corev1.ResourceList{"requests.memory": resource.MustParse("1Gi")}),
+			quota("secrets", corev1.ResourceList{"count/secrets": resource.MustParse("1")}, corev1.ResourceList{"count/secrets": resource.MustParse("1")}),
+			quota("new", corev1.ResourceList{"pods": resource.MustParse("0")}, nil),
+		}, instanceNeeds(p))).To(BeEmpty())
 	})
 })

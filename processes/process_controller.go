@@ -45,6 +45,7 @@ func NewProcessReconciler(c client.Client, recorder events.EventRecorder) *Proce
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps;cfbuilds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 
 // Reconcile runs the processes of an app.
 func (r *ProcessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -165,9 +166,33 @@ func (r *ProcessReconciler) run(ctx context.Context, p *cfv1alpha1.CFProcess, rc
 	if err := r.client.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels{cfv1alpha1.ProcessLabel: p.Name}); err != nil {
 		return err
 	}
+	overQuota, err := r.overQuota(ctx, p, pods.Items, desired)
+	if err != nil {
+		return err
+	}
 	p.Status.Selector = labels.SelectorFromSet(labels.Set{cfv1alpha1.ProcessLabel: p.Name}).String()
-	status.Set(p, instancesStatus(p, pods.Items, desired, image, why, whyMessage))
+	status.Set(p, instancesStatus(p, pods.Items, desired, image, why, whyMessage, overQuota))
 	return nil
+}
+
+// overQuota says which ResourceQuota of the space keeps the StatefulSet from making the
+// instances that have no pod yet; "" when none is missing or the quotas have room. Only the
+// StatefulSet's events would say it otherwise, which app developers do not read.
+func (r *ProcessReconciler) overQuota(ctx context.Context, p *cfv1alpha1.CFProcess, pods []corev1.Pod, desired int32) (string, error) {
+	live := 0
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil {
+			live++
+		}
+	}
+	if live >= int(desired) {
+		return "", nil
+	}
+	quotas := &corev1.ResourceQuotaList{}
+	if err := r.client.List(ctx, quotas, client.InNamespace(p.Namespace)); err != nil {
+		return "", err
+	}
+	return quotaShortfall(quotas.Items, instanceNeeds(p)), nil
 }
 
 // scaleToZero stops the instances of a process whose app has no droplet any more (its current

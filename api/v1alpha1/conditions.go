@@ -106,8 +106,10 @@ const (
 	// CrashLoopReason: the instance exits, or fails its health check, again and again; the
 	// platform restarts it with a growing delay.
 	CrashLoopReason = "CrashLoop"
-	// UnschedulableReason: no node has room for the instance (memory, disk) or the space's
-	// quota refuses it.
+	// QuotaExceededReason: a ResourceQuota of the space (pods, memory or disk) has no room
+	// for the instance, which is not made until the quota has room.
+	QuotaExceededReason = "QuotaExceeded"
+	// UnschedulableReason: no node has room for the instance (memory, disk).
 	UnschedulableReason = "Unschedulable"
 	// StartingReason: instances are being placed, pulled, started or rolled to a new droplet.
 	StartingReason = "Starting"
