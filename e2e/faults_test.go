@@ -80,6 +80,35 @@ var _ = Describe("Faults", Label("faults"), func() {
 		Expect(namespaces.Items).To(HaveLen(spaces), "one namespace per space, none twice")
 	})
 
+	It("starts app instances and takes CF objects in a space while HNC is down; only what HNC propagates waits for it", func(ctx SpecContext) {
+		org, space := buildingSpace(ctx, "hnc-down")
+		app := deployedAppOf(ctx, org, space, staticSource)
+		DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, app)).To(Succeed()) }) // nothing left running on the node
+		web := webProcess(ctx, app)
+		update(ctx, app, func() { app.Spec.DesiredState = cfv1alpha1.StartedState })
+		Eventually(func() int { return readyInstances(ctx, web) }, starting).Should(Equal(1))
+
+		Expect(cp.StopComponent("hnc-manager")).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			if cp.Healthy() != nil {
+				Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
+			}
+		})
+		By("scaling the app: the StatefulSet controller makes the pod and the kubelet its events, which config/hnc keeps HNC's object webhook out of")
+		update(ctx, web, func() { web.Spec.Instances = 2 })
+		Eventually(func() int { return readyInstances(ctx, web) }, starting).Should(Equal(2))
+		By("a developer creating another app in the space")
+		Expect(k8s.Create(ctx, newApp(space, defaultLifecycle))).To(Succeed())
+		By("a Secret in the space waiting for HNC, whose webhook keeps tenants from changing the copies of what it propagates, and fails closed")
+		secret := func() *corev1.Secret {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "written-while-hnc-is-down"}}
+		}
+		Expect(k8s.Create(ctx, secret())).To(MatchError(ContainSubstring(`failed calling webhook "objects.hnc.x-k8s.io"`)))
+
+		Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
+		Eventually(func() error { return k8s.Create(ctx, secret()) }).Should(Succeed())
+	})
+
 	It("finishes a build, with one droplet, when kpack and the apiserver restart in the middle of it", func(ctx SpecContext) {
 		org := createOrg(ctx, "restart-"+string(uuid.NewUUID())[:8])
 		space := createSpace(ctx, org, "dev")

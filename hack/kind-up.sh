@@ -2,7 +2,9 @@
 # Makes a kind cluster that runs what cf-hnc needs and cf-hnc itself, for `make e2e-cluster`:
 #
 #   1. a kind cluster (sigs.k8s.io/kind v0.33.0, built by hack/tools.sh kind);
-#   2. HNC v1.1.0 from its release manifest, with the flags of config/hnc/manager-args.yaml;
+#   2. HNC v1.1.0 from its release manifest, with cf-hnc's image of HNC (hack/tools/ko/hnc-image,
+#      loaded into the nodes), the flags of config/hnc/manager-args.yaml and the object webhook
+#      as config/hnc/objects-webhook.yaml narrows it (docs/install.md);
 #   3. kpack v0.18.0 from its release manifest;
 #   4. cf-hnc: `make image` as a docker tarball, `kind load image-archive`, `make deploy`.
 #
@@ -23,6 +25,8 @@ hnc_manifest=${HNC_MANIFEST:-https://github.com/kubernetes-sigs/hierarchical-nam
 kpack_manifest=${KPACK_MANIFEST:-https://github.com/buildpacks-community/kpack/releases/download/v0.18.0/release-0.18.0.yaml}
 tag=${IMAGE_TAG:-dev}
 image_repo=cf-hnc.local/cf-hnc-manager
+hnc_image_repo=cf-hnc.local/hnc-manager
+hnc_image_tag=v1.1.0-cf-hnc
 say() { printf '[kind-up] %s\n' "$*" >&2; }
 
 engine=
@@ -51,9 +55,18 @@ mkdir -p "$(dirname "$kubeconfig")"
 "$kind" get kubeconfig --name "$cluster" >"$kubeconfig"
 export KUBECONFIG=$kubeconfig
 
-say "installing HNC v1.1.0 with cf-hnc's flags"
+say "building cf-hnc's HNC image and loading it into the cluster's nodes"
+mkdir -p .local/image
+go run -C hack/tools/ko ./hnc-image --module ../hnc --tarball "$root/.local/image/hnc.tar" \
+  --tarball-ref "$hnc_image_repo" --tag "$hnc_image_tag"
+"$kind" load image-archive .local/image/hnc.tar --name "$cluster"
+
+say "installing HNC v1.1.0 with cf-hnc's image, flags and object webhook"
 kubectl apply -f "$hnc_manifest"
 kubectl -n hnc-system patch deployment hnc-controller-manager --type strategic --patch-file config/hnc/manager-args.yaml
+kubectl -n hnc-system set image deployment/hnc-controller-manager manager="$hnc_image_repo:$hnc_image_tag"
+kubectl patch validatingwebhookconfiguration hnc-validating-webhook-configuration --type strategic \
+  --patch-file config/hnc/objects-webhook.yaml
 kubectl -n hnc-system rollout status deployment/hnc-controller-manager --timeout 5m
 
 say "installing kpack v0.18.0"

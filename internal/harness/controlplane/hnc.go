@@ -2,15 +2,21 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 	"sigs.k8s.io/yaml"
 )
@@ -28,9 +34,13 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	}
 	// HNC's release builds its webhooks with kustomize: its patch limits the object webhook to
 	// the namespaces HNC labels as included, so that with HNC down nothing in an excluded
-	// namespace (cf-hnc's lease and certificates, kpack's) is refused.
+	// namespace (cf-hnc's lease and certificates, kpack's) is refused. config/hnc then limits it
+	// to the kinds HNC propagates, as an installation does.
 	webhooks, err := prepareWebhooks(filepath.Join(hncDir, "config"), "webhook", "hnc-")
 	if err != nil {
+		return err
+	}
+	if err := cp.paths.patchHNCWebhooks(webhooks); err != nil {
 		return err
 	}
 	tmp := filepath.Join(cp.paths.workDir, "hnc-tmp")
@@ -46,7 +56,7 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 		return err
 	}
 	cp.hncMetrics = metrics
-	expected, err := cp.hncArgs()
+	expected, err := cp.paths.hncArgs()
 	if err != nil {
 		return err
 	}
@@ -72,13 +82,60 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	return cp.configureHNC(ctx, hnc)
 }
 
+// hncObjectsWebhookPatch is config/hnc's patch of HNC's ValidatingWebhookConfiguration: the
+// object webhook called only for the kinds HNC propagates.
+const hncObjectsWebhookPatch = "objects-webhook.yaml"
+
+// patchHNCWebhooks applies config/hnc's patch to the webhook configurations that HNC's release
+// builds, as an operator applies it to HNC's installed one (a strategic merge patch: webhooks
+// merge by name, and a webhook's rules are replaced).
+func (p paths) patchHNCWebhooks(webhooks *envtest.WebhookInstallOptions) error {
+	file := p.config("hnc", hncObjectsWebhookPatch)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	patch, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	var target metav1.PartialObjectMetadata
+	if err := json.Unmarshal(patch, &target); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	for i, hooks := range webhooks.ValidatingWebhooks {
+		if hooks.Name != target.Name {
+			continue
+		}
+		original, err := json.Marshal(hooks)
+		if err != nil {
+			return err
+		}
+		patched, err := strategicpatch.StrategicMergePatch(original, patch, admissionv1.ValidatingWebhookConfiguration{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		result := &admissionv1.ValidatingWebhookConfiguration{}
+		if err := json.Unmarshal(patched, result); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		webhooks.ValidatingWebhooks[i] = result
+		return nil
+	}
+	return fmt.Errorf("%s patches %s, which HNC's release does not make", file, target.Name)
+}
+
 // HNCMetrics is the address of the HNC manager's metrics endpoint (plain HTTP, loopback).
 func (cp *ControlPlane) HNCMetrics() string { return cp.hncMetrics }
 
-// hncArgs are the HNC manager flags that config/hnc says cf-hnc expects, less the addresses,
-// which the control plane sets to loopback ones.
-func (cp *ControlPlane) hncArgs() ([]string, error) {
-	file := cp.paths.config("hnc", "manager-args.yaml")
+// hncInClusterFlags are HNC manager flags of config/hnc that the control plane sets itself or
+// leaves out: the addresses, which it binds to loopback, and HNC's management of its own webhook
+// certificate, which the control plane provides (startHNC).
+var hncInClusterFlags = []string{"--webhook-server-port=", "--metrics-addr=", "--enable-internal-cert-management", "--cert-restart-on-secret-refresh"}
+
+// hncArgs are the HNC manager flags that config/hnc says cf-hnc expects, less hncInClusterFlags.
+func (p paths) hncArgs() ([]string, error) {
+	file := p.config("hnc", "manager-args.yaml")
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -89,7 +146,7 @@ func (cp *ControlPlane) hncArgs() ([]string, error) {
 	}
 	var args []string
 	for _, arg := range deployment.Spec.Template.Spec.Containers[0].Args {
-		if !strings.HasPrefix(arg, "--webhook-server-port=") && !strings.HasPrefix(arg, "--metrics-addr=") {
+		if !slices.ContainsFunc(hncInClusterFlags, func(flag string) bool { return strings.HasPrefix(arg, flag) }) {
 			args = append(args, arg)
 		}
 	}

@@ -18,10 +18,7 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -127,7 +124,7 @@ func buildImage(ctx context.Context, builder build.Interface, cmd string, create
 	if !ok {
 		return nil, fmt.Errorf("ko built %T for one platform, not an image", result)
 	}
-	link, err := processLink(cmd, created)
+	link, err := baseimage.Link(path.Join("cnb/process", cmd), path.Join("/ko-app", cmd), created)
 	if err != nil {
 		return nil, err
 	}
@@ -139,23 +136,4 @@ func buildImage(ctx context.Context, builder build.Interface, cmd string, create
 			Comment:   "/cnb/process/" + cmd + ", where kpack's build pods run it",
 		},
 	})
-}
-
-// processLink is a layer with /cnb/process/<cmd> -> /ko-app/<cmd>.
-func processLink(cmd string, created time.Time) (v1.Layer, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	dir := func(name string) error {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: created})
-	}
-	err := errors.Join(
-		dir("cnb"), dir("cnb/process"),
-		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: path.Join("cnb/process", cmd),
-			Linkname: path.Join("/ko-app", cmd), Mode: 0o777, ModTime: created}),
-		tw.Close(),
-	)
-	if err != nil {
-		return nil, err
-	}
-	return baseimage.FromTar(buf.Bytes())
 }

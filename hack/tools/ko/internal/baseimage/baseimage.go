@@ -95,6 +95,27 @@ func Layer(caCerts []byte, created time.Time) (v1.Layer, error) {
 	return FromTar(buf.Bytes())
 }
 
+// Link is a layer with a symbolic link at name (a path without a leading slash) to target, and
+// the directories above it: where a manifest runs a command at another path than ko's
+// /ko-app/<command>.
+func Link(name, target string, created time.Time) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	var errs []error
+	for i, c := range name {
+		if c == '/' {
+			errs = append(errs, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name[:i] + "/", Mode: 0o755, ModTime: created}))
+		}
+	}
+	errs = append(errs,
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: target, Mode: 0o777, ModTime: created}),
+		tw.Close())
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return FromTar(buf.Bytes())
+}
+
 // FromTar is an OCI layer with the uncompressed tar data.
 func FromTar(data []byte) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
