@@ -216,11 +216,12 @@ func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, uncac
 	return ctrl.Result{}, c.Update(ctx, obj)
 }
 
-// requeue looks again now and then at a state that only an operator can end, since no event
-// may come when one does.
+// requeue looks again now and then at a state that no watched event may end: one that only an
+// operator can end, and a build ServiceAccount that names a Secret that does not exist, which
+// is no build configuration, so neither cached nor watched.
 func requeue(conditions ...metav1.Condition) ctrl.Result {
 	for _, c := range conditions {
-		if c.Status != metav1.ConditionTrue && cfv1alpha1.NeedsOperator(c.Reason) {
+		if c.Status != metav1.ConditionTrue && (cfv1alpha1.NeedsOperator(c.Reason) || c.Reason == cfv1alpha1.ServiceAccountSecretMissingReason) {
 			return ctrl.Result{RequeueAfter: operatorRecheck}
 		}
 	}
