@@ -1,11 +1,15 @@
 package buildconfig
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
@@ -52,6 +56,55 @@ func FuzzResolve(f *testing.F) {
 			return rc.Registry == repo.RegistryStr() && rc.Secret.From != "space"
 		}) {
 			t.Fatalf("droplets of the space would go to %q, outside the org's repository, pushed with credentials placed above: %v", got, r.config.RegistryCredentials)
+		}
+	})
+}
+
+// FuzzServiceAccountCredentials places up to four credential Secrets in an org and at the root,
+// each with credentials for some of three registry hosts. Whatever they hold, the org's build
+// ServiceAccount lists every Secret that wins a registry once, and for every registry where no
+// level places two, the first Secret it lists with credentials for it, the one kpack builds
+// with, is the one that wins there.
+func FuzzServiceAccountCredentials(f *testing.F) {
+	f.Add([]byte{0x13, 0x02})
+	f.Add([]byte{0x03, 0x12, 0x04})
+	f.Add([]byte{0x17, 0x03, 0x16, 0x01})
+	hosts := []string{"a.local", "b.local", "c.local"}
+	org := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "org", Labels: map[string]string{
+		"org" + hncv1alpha2.LabelTreeDepthSuffix: "0", "cf" + hncv1alpha2.LabelTreeDepthSuffix: "1"}}}
+	f.Fuzz(func(t *testing.T, placements []byte) {
+		// Each byte is a Secret: bit 4 places it at the root, bits 0-2 choose its hosts.
+		var secrets []corev1.Secret
+		for i, b := range placements[:min(len(placements), 4)] {
+			auths := map[string]any{}
+			for h, host := range hosts {
+				if b&(1<<h) != 0 {
+					auths[host] = map[string]string{"auth": "dXNlcjpzZWNyZXQ="}
+				}
+			}
+			config, _ := json.Marshal(map[string]any{"auths": auths})
+			s := corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "org", Name: fmt.Sprintf("secret-%d", i)},
+				Type:       corev1.SecretTypeDockerConfigJson,
+				Data:       map[string][]byte{corev1.DockerConfigJsonKey: config},
+			}
+			if b&0x10 != 0 {
+				s.Labels = map[string]string{hncv1alpha2.LabelInheritedFrom: "cf"}
+			}
+			secrets = append(secrets, s)
+		}
+		listed := ServiceAccountCredentials(org, secrets)
+		held := credentialsIn(ancestryOf(org), secrets)
+		for host, winners := range held.winners {
+			if !slices.Contains(listed, winners[0].name) {
+				t.Fatalf("%s, which wins for %s, is not listed: %v", winners[0].name, host, listed)
+			}
+			if first := held.firstListed(listed, host); len(winners) == 1 && first != winners[0].name {
+				t.Fatalf("builds would use %s for %s, but %s wins there: %v", first, host, winners[0].name, listed)
+			}
+		}
+		if len(slices.Compact(slices.Sorted(slices.Values(listed)))) != len(listed) {
+			t.Fatalf("a Secret is listed twice: %v", listed)
 		}
 	})
 }

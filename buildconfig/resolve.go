@@ -68,9 +68,11 @@ func (r *resolution) fail(reason, format string, args ...any) {
 func resolve(in inputs) resolution {
 	var r resolution
 	r.checkPropagation(in)
-	credentials := r.resolveCredentials(in)
+	held := credentialsIn(in.ancestry, in.secrets)
+	credentials := r.resolveCredentials(held)
 	repositoryRegistry := r.resolveDropletRepository(in, credentials)
 	sa := r.resolveServiceAccount(in)
+	r.checkFirstListed(in, sa, held)
 	r.resolveBuilder(in)
 
 	space := in.ancestry.namespace
@@ -111,15 +113,14 @@ func (r *resolution) checkPropagation(in inputs) {
 	}
 }
 
-// resolveCredentials validates every build-config Secret and returns the winning Secret per
-// registry host.
-func (r *resolution) resolveCredentials(in inputs) map[string]placed {
-	winners, invalid := winningCredentials(in.ancestry, in.secrets)
-	for _, p := range invalid {
+// resolveCredentials reports the Secrets that cannot be used and two of one level for one
+// registry host, and returns the winning Secret per registry host.
+func (r *resolution) resolveCredentials(held heldCredentials) map[string]placed {
+	for _, p := range held.invalid {
 		r.fail(cfv1alpha1.InvalidDockerConfigReason, "Secret %s (from %s): %v", p.name, p.from, p.err)
 	}
-	for _, host := range sortedKeys(winners) {
-		best := winners[host]
+	for _, host := range sortedKeys(held.winners) {
+		best := held.winners[host]
 		if len(best) > 1 {
 			r.fail(cfv1alpha1.AmbiguousBuildConfigReason, "Secrets %s (from %s) both hold credentials for %s",
 				names(best), best[0].from, host)
@@ -128,7 +129,7 @@ func (r *resolution) resolveCredentials(in inputs) map[string]placed {
 			Registry: host, Secret: cfv1alpha1.PlacedObject{Name: best[0].name, From: best[0].from},
 		})
 	}
-	return firsts(winners)
+	return firsts(held.winners)
 }
 
 // invalidSecret is a credential Secret that cannot be used, and why.
@@ -137,51 +138,101 @@ type invalidSecret struct {
 	err error
 }
 
-// winningCredentials returns, for each registry host, the nearest credential Secrets that hold
-// credentials for it (more than one when a level has two), and the Secrets that are not usable.
-func winningCredentials(a ancestry, secrets []corev1.Secret) (map[string][]placed, []invalidSecret) {
+// heldCredentials are the credential Secrets of a namespace: which registry hosts each holds
+// credentials for, and which win.
+type heldCredentials struct {
+	// winners are, for each registry host, the nearest Secrets that hold credentials for it
+	// (more than one when a level has two).
+	winners map[string][]placed
+	// hosts are the registry hosts that each usable Secret holds credentials for, by name.
+	hosts map[string][]string
+	// invalid are the Secrets that are not usable.
+	invalid []invalidSecret
+}
+
+func credentialsIn(a ancestry, secrets []corev1.Secret) heldCredentials {
+	held := heldCredentials{winners: map[string][]placed{}, hosts: map[string][]string{}}
 	byRegistry := map[string][]placed{}
-	var invalid []invalidSecret
 	for i := range secrets {
 		p := a.place(&secrets[i])
 		creds, err := dockerconfig.Parse(&secrets[i])
 		if err != nil {
-			invalid = append(invalid, invalidSecret{placed: p, err: err})
+			held.invalid = append(held.invalid, invalidSecret{placed: p, err: err})
 			continue
 		}
 		for host := range creds {
 			byRegistry[host] = append(byRegistry[host], p)
 		}
+		held.hosts[p.name] = sortedKeys(creds)
 	}
-	winners := map[string][]placed{}
 	for host, candidates := range byRegistry {
-		winners[host] = nearest(candidates)
+		held.winners[host] = nearest(candidates)
 	}
-	return winners, invalid
+	return held
+}
+
+// firstListed is the Secret that builds use for a registry host, of those a ServiceAccount lists
+// (names, in its order): kpack v0.18.0 takes one credential per registry host, from the first
+// Secret listed that holds credentials for it (its controller reading the builder image, and
+// build-init, the lifecycle's phases and the rebase in the pod: `secrets` first, then
+// `imagePullSecrets`), and never tries the next one. "" when none of those known holds it.
+func (held heldCredentials) firstListed(names []string, host string) string {
+	for _, name := range names {
+		if slices.Contains(held.hosts[name], host) {
+			return name
+		}
+	}
+	return ""
 }
 
 // ServiceAccountCredentials returns the names of the credential Secrets that a build
-// ServiceAccount in a namespace must list: the one that wins for each registry, in registry
-// order, then, by name, those whose docker config cannot be used. A Secret broken and then
-// fixed (a rotation gone wrong) so stays listed, and its fix reaches the spaces with HNC's
-// copies of the Secret alone, not the ServiceAccount's copies again after them. Builds wait
-// meanwhile: the spaces report InvalidDockerConfig.
+// ServiceAccount in a namespace must list: the one that wins for each registry, each before any
+// other listed that also holds credentials for a registry it wins, since kpack uses the first
+// listed for a registry (firstListed); then, by name, those whose docker config cannot be used.
+// A Secret broken and then fixed (a rotation gone wrong) so stays listed, and its fix reaches
+// the spaces with HNC's copies of the Secret alone, not the ServiceAccount's copies again after
+// them. Builds wait meanwhile: the spaces report InvalidDockerConfig.
 func ServiceAccountCredentials(ns *corev1.Namespace, secrets []corev1.Secret) []string {
-	winners, invalid := winningCredentials(ancestryOf(ns), secrets)
-	var list []string
-	for _, host := range sortedKeys(winners) {
-		if name := winners[host][0].name; !slices.Contains(list, name) {
-			list = append(list, name)
-		}
-	}
+	held := credentialsIn(ancestryOf(ns), secrets)
+	list := held.winnersFirst()
 	var broken []string
-	for _, p := range invalid {
+	for _, p := range held.invalid {
 		if !slices.Contains(list, p.name) && !slices.Contains(broken, p.name) {
 			broken = append(broken, p.name)
 		}
 	}
 	slices.Sort(broken)
 	return append(list, broken...)
+}
+
+// winnersFirst lists the winning Secrets in the order of the first registry each wins, moving a
+// Secret that also holds credentials for a registry that another wins after that one: a root
+// Secret with credentials for both the builder images' registry and the droplets' must not come
+// before the org's for the droplets'. Such an order exists unless two Secrets of one level hold
+// credentials for one registry, which the spaces report as ambiguous; a Secret that wins one
+// registry over another Secret wins every registry they share.
+func (held heldCredentials) winnersFirst() []string {
+	var pending []string
+	for _, host := range sortedKeys(held.winners) {
+		if name := held.winners[host][0].name; !slices.Contains(pending, name) {
+			pending = append(pending, name)
+		}
+	}
+	shadows := func(name string) bool {
+		for _, host := range held.hosts[name] {
+			if winner := held.winners[host][0].name; winner != name && slices.Contains(pending, winner) {
+				return true
+			}
+		}
+		return false
+	}
+	list := make([]string, 0, len(pending))
+	for len(pending) > 0 {
+		next := max(slices.IndexFunc(pending, func(name string) bool { return !shadows(name) }), 0)
+		list = append(list, pending[next])
+		pending = slices.Delete(pending, next, next+1)
+	}
+	return list
 }
 
 func firsts(m map[string][]placed) map[string]placed {
@@ -310,6 +361,27 @@ func (r *resolution) resolveServiceAccount(in inputs) *corev1.ServiceAccount {
 			sa.Name, best[0].from, in.ancestry.namespace, strings.Join(missing, ", "))
 	}
 	return sa
+}
+
+// checkFirstListed reports a registry host for which the build ServiceAccount lists the winning
+// Secret after another that also holds credentials for it: builds would use that other one
+// (firstListed).
+func (r *resolution) checkFirstListed(in inputs, sa *corev1.ServiceAccount, held heldCredentials) {
+	if sa == nil {
+		return
+	}
+	listed := ReferencedSecrets(sa)
+	for _, host := range sortedKeys(held.winners) {
+		winner := held.winners[host][0]
+		first := held.firstListed(listed, host)
+		if first == "" || first == winner.name || !slices.Contains(listed, winner.name) {
+			continue
+		}
+		shadowing := in.ancestry.place(&in.secrets[slices.IndexFunc(in.secrets, func(s corev1.Secret) bool { return s.Name == first })])
+		r.fail(cfv1alpha1.CredentialsNotOnServiceAccountReason,
+			"ServiceAccount %s (from %s) lists Secret %s (from %s) before Secret %s (from %s), and both hold credentials for %s: kpack builds with the first one a ServiceAccount lists for a registry, so builds would use %s, not %s, which wins for %s; take %s off the ServiceAccount, or its credentials for %s out of it",
+			sa.Name, r.config.ServiceAccount.From, first, shadowing.from, winner.name, winner.from, host, first, winner.name, host, first, host)
+	}
 }
 
 // resolveBuilder sets the default Builder and checks that what builds use is ready: the space's

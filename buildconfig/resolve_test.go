@@ -308,6 +308,51 @@ var _ = Describe("resolving a space's build configuration", func() {
 		Expect(ServiceAccountCredentials(org, secrets)).To(Equal([]string{"root-hub", "org-registry"}))
 	})
 
+	Describe("two Secrets with credentials for one registry host, the builder images' and the droplets'", func() {
+		// A root Secret for every org holds credentials for the registry of the builder images and
+		// for the droplets' registry; an org places its own for the droplets' registry. kpack builds
+		// with the first Secret a ServiceAccount lists for a registry, and never tries the next.
+		rootAndOrg := func() []corev1.Secret {
+			both := credentials("cf", "root-registry", "registry.local", "")
+			both.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"builders.local":{"auth":"dXNlcjpzZWNyZXQ="},"registry.local":{"auth":"dXNlcjpzZWNyZXQ="}}}`)
+			return []corev1.Secret{both, credentials("org", "org-registry", "registry.local", "registry.local/org")}
+		}
+
+		It("lists the org's first, so that builds push droplets with it, and the root's for the builder images after it", func() {
+			org := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "org", Labels: map[string]string{
+				"org" + hncv1alpha2.LabelTreeDepthSuffix: "0", "cf" + hncv1alpha2.LabelTreeDepthSuffix: "1"}}}
+			secrets := rootAndOrg()
+			secrets[1].Labels = nil
+			for i := range secrets {
+				secrets[i].Namespace = "org"
+			}
+			Expect(ServiceAccountCredentials(org, secrets)).To(Equal([]string{"org-registry", "root-registry"}))
+		})
+
+		It("says so when the build ServiceAccount lists the root's first", func() {
+			in := orgSetup()
+			in.secrets = rootAndOrg()
+			in.serviceAccounts = []corev1.ServiceAccount{serviceAccount("org", "org-build", "root-registry", "org-registry")}
+			c := resolve(in).condition()
+			Expect(c.Reason).To(Equal(cfv1alpha1.CredentialsNotOnServiceAccountReason))
+			Expect(c.Message).To(Equal("ServiceAccount org-build (from org) lists Secret root-registry (from cf) before Secret org-registry (from org), and both hold credentials for registry.local: " +
+				"kpack builds with the first one a ServiceAccount lists for a registry, so builds would use root-registry, not org-registry, which wins for registry.local; " +
+				"take root-registry off the ServiceAccount, or its credentials for registry.local out of it"))
+		})
+
+		It("is complete with the order cf-hnc gives the build ServiceAccount", func() {
+			in := orgSetup()
+			in.secrets = rootAndOrg()
+			in.serviceAccounts = []corev1.ServiceAccount{serviceAccount("org", "org-build", "org-registry", "root-registry")}
+			r := resolve(in)
+			Expect(r.condition()).To(HaveField("Status", metav1.ConditionTrue))
+			Expect(r.config.RegistryCredentials).To(ConsistOf(
+				cfv1alpha1.RegistryCredential{Registry: "builders.local", Secret: cfv1alpha1.PlacedObject{Name: "root-registry", From: "cf"}},
+				cfv1alpha1.RegistryCredential{Registry: "registry.local", Secret: cfv1alpha1.PlacedObject{Name: "org-registry", From: "org"}},
+			))
+		})
+	})
+
 	It("keeps a credential Secret whose docker config breaks among them, after the winners", func() {
 		org := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "org", Labels: map[string]string{
 			"org" + hncv1alpha2.LabelTreeDepthSuffix: "0", "cf" + hncv1alpha2.LabelTreeDepthSuffix: "1"}}}

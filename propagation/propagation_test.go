@@ -97,6 +97,27 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Expect(buildConfig(ctx, org, other)()).To(HaveField("ServiceAccount", Equal(&cfv1alpha1.PlacedObject{Name: "build", From: org})))
 	})
 
+	It("lists, for each registry, the Secret that wins there before any other that holds credentials for it, as kpack builds with the first", func(ctx SpecContext) {
+		space := createSpace(ctx, org)
+		both := registrySecret(org, "registry", "registry.local", "registry.local/"+org)
+		both.Data[corev1.DockerConfigJsonKey] = []byte(`{"auths":{"builders.local":{"auth":"dXNlcjpzZWNyZXQ="},"registry.local":{"auth":"dXNlcjpzZWNyZXQ="}}}`)
+		Expect(k8s.Create(ctx, both)).To(Succeed())
+		placeRegistry(ctx, space, "space-registry", "registry.local", "")
+		placeServiceAccount(ctx, space, "space-build")
+
+		Eventually(func() []corev1.ObjectReference {
+			sa := &corev1.ServiceAccount{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: "space-build"}, sa)).To(Succeed())
+			return sa.Secrets
+		}).Should(Equal([]corev1.ObjectReference{{Name: "space-registry"}, {Name: "registry"}}),
+			"the space's for the droplets' registry first; the org's after it, for the builder images' registry")
+		Eventually(buildConfig(ctx, org, space)).Should(HaveField("RegistryCredentials", ConsistOf(
+			cfv1alpha1.RegistryCredential{Registry: "builders.local", Secret: cfv1alpha1.PlacedObject{Name: "registry", From: org}},
+			cfv1alpha1.RegistryCredential{Registry: "registry.local", Secret: cfv1alpha1.PlacedObject{Name: "space-registry", From: space}},
+		)))
+		Expect(buildReady(ctx, org, space)()).To(HaveField("Reason", cfv1alpha1.BuilderMissingReason), "nothing but the Builder is missing")
+	})
+
 	It("rotates credentials into every space, reports a broken rotation in each, and its fix", func(ctx SpecContext) {
 		spaces := []string{createSpace(ctx, org), createSpace(ctx, org)}
 		secret := placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)

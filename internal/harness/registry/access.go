@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -14,6 +15,9 @@ type User struct {
 	// Prefixes are the repository prefixes under which the user may pull and push, each a
 	// repository path ending in "/", for example "org-a/" or "org-a/space-1/".
 	Prefixes []string
+	// PullPrefixes are repository prefixes under which the user may only pull, as a registry
+	// grants an org's account read access to an operator's private builder repository.
+	PullPrefixes []string
 }
 
 // prefixPattern is a repository path and a slash: the slash keeps "org-a/" from also granting
@@ -36,7 +40,7 @@ func validateUser(u User) error {
 		return fmt.Errorf("user %q needs a password", u.Name)
 	}
 	var errs []error
-	for _, p := range u.Prefixes {
+	for _, p := range slices.Concat(u.Prefixes, u.PullPrefixes) {
 		if err := validatePrefix(p); err != nil {
 			errs = append(errs, fmt.Errorf("user %q: prefix %w", u.Name, err))
 		}
@@ -45,7 +49,8 @@ func validateUser(u User) error {
 }
 
 // mayAccess is the access rule: anyone, u nil included (anonymous), may pull from repositories
-// under publicPrefix; a user may pull and push under its own prefixes.
+// under publicPrefix; a user may pull and push under its own prefixes, and pull under its pull
+// prefixes.
 func mayAccess(u *User, publicPrefix, repo string, p permission) bool {
 	if p == pull && strings.HasPrefix(repo, publicPrefix) {
 		return true
@@ -53,10 +58,6 @@ func mayAccess(u *User, publicPrefix, repo string, p permission) bool {
 	if u == nil {
 		return false
 	}
-	for _, prefix := range u.Prefixes {
-		if strings.HasPrefix(repo, prefix) {
-			return true
-		}
-	}
-	return false
+	granted := func(prefix string) bool { return strings.HasPrefix(repo, prefix) }
+	return slices.ContainsFunc(u.Prefixes, granted) || (p == pull && slices.ContainsFunc(u.PullPrefixes, granted))
 }

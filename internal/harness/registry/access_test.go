@@ -20,6 +20,10 @@ var _ = DescribeTable("mayAccess",
 	Entry("a prefix does not grant a longer name", orgA(), "org-ab/app", push, false),
 	Entry("a prefix does not grant its own name", orgA(), "org-a", push, false),
 	Entry("a user granted the public prefix pushes there", &User{Prefixes: []string{"cnb/"}}, "cnb/x", push, true),
+	Entry("a user pulls under a pull prefix", orgAReadingBuilders(), "builders/default", pull, true),
+	Entry("a user pushes under a pull prefix", orgAReadingBuilders(), "builders/default", push, false),
+	Entry("a pull prefix does not grant a longer name", orgAReadingBuilders(), "buildersx/default", pull, false),
+	Entry("a pull prefix leaves the user's own prefixes", orgAReadingBuilders(), "org-a/app", push, true),
 )
 
 var _ = DescribeTable("validateUser",
@@ -40,8 +44,16 @@ var _ = DescribeTable("validateUser",
 	Entry("prefix without slash", User{Name: "a", Password: "p", Prefixes: []string{"org-a"}}, `"org-a" is not a repository path`),
 	Entry("root prefix", User{Name: "a", Password: "p", Prefixes: []string{"/"}}, "not a repository path"),
 	Entry("upper-case prefix", User{Name: "a", Password: "p", Prefixes: []string{"Org/"}}, "not a repository path"),
+	Entry("pull prefix without slash", User{Name: "a", Password: "p", PullPrefixes: []string{"builders"}}, `"builders" is not a repository path`),
 )
 
 func orgA() *User {
 	return &User{Name: "alice", Password: "secret", Prefixes: []string{"org-a/"}}
+}
+
+// orgAReadingBuilders is orgA granted pull on an operator's private builder repository.
+func orgAReadingBuilders() *User {
+	u := orgA()
+	u.PullPrefixes = []string{"builders/"}
+	return u
 }

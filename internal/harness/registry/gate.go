@@ -60,7 +60,7 @@ func (g *gate) addUser(u User) error {
 	if err := validateUser(u); err != nil {
 		return err
 	}
-	u.Prefixes = slices.Clone(u.Prefixes)
+	u.Prefixes, u.PullPrefixes = slices.Clone(u.Prefixes), slices.Clone(u.PullPrefixes)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.users[u.Name] = u

@@ -6,7 +6,9 @@
 // Basic authentication. Its rule:
 //
 //   - Every user is granted repository prefixes, each ending in "/" (for example "org-a/"), and
-//     may pull from and push to the repositories under them.
+//     may pull from and push to the repositories under them; and it may be granted pull-only
+//     prefixes, as a registry grants each org's account read access to an operator's private
+//     builder repository.
 //   - Repositories under the public prefix ("cnb/" unless Options say otherwise) may be pulled by
 //     anyone, also without credentials: the node pulls kpack's images and the pause image
 //     there without any. Only users granted that prefix, and the registry's own publisher that
@@ -139,8 +141,8 @@ func (r *Registry) Close() error {
 	return r.closeErr
 }
 
-// AddUser adds an account, or replaces the account with the same name (to change its password
-// or prefixes). Each prefix must end in "/".
+// AddUser adds an account, or replaces the account with the same name (to change its password,
+// prefixes or pull prefixes). Each prefix must end in "/".
 func (r *Registry) AddUser(u User) error {
 	if u.Name == publisherName {
 		return fmt.Errorf("user name %q is reserved for the registry's publisher", u.Name)
