@@ -8,6 +8,7 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -60,6 +61,9 @@ func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result
 		return ctrl.Result{}, err
 	}
 	decision := decideDroplet(in)
+	if err := r.reportTakenRebuild(ctx, in, &decision); err != nil {
+		return ctrl.Result{}, err
+	}
 	status.Set(app, decision.condition)
 	app.Status.HeldDropletRef, app.Status.Droplet = decision.held, decision.droplet
 	if decision.rebase {
@@ -101,6 +105,50 @@ func (r *AppReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dro
 	}
 	in.kpackLatest = latestKpackBuild(builds.Items)
 	return in, nil
+}
+
+// reportTakenRebuild makes the app say so when a rebuild cannot become a droplet because
+// another CFBuild holds its name, which the rebuild reconciler leaves alone (checkTaken): the
+// rebuild that its stack fix waits for, or kpack's latest build of its Image. Else the app
+// would say Rebuilding, or UpToDate, for ever, and the count of apps by reason would hide it.
+func (r *AppReconciler) reportTakenRebuild(ctx context.Context, in dropletInputs, d *dropletDecision) error {
+	var rebuilds []string
+	if d.droplet != nil && d.droplet.Rebuild != nil {
+		rebuilds = append(rebuilds, d.droplet.Rebuild.Name)
+	}
+	if in.kpackLatest != nil {
+		rebuilds = append(rebuilds, in.kpackLatest.Name)
+	}
+	for _, name := range rebuilds {
+		taken, err := rebuildNameTaken(ctx, r.client, in.app.Namespace, name)
+		if err != nil {
+			return err
+		}
+		if taken {
+			d.condition = dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
+				"kpack build %s rebuilds the app's droplet, but a CFBuild that cf-hnc did not make has the name %s of its rebuild; delete CFBuild %s and cf-hnc makes the rebuild",
+				name, name, name)
+			return nil
+		}
+	}
+	return nil
+}
+
+// rebuildNameTaken says whether the kpack Build of this name rebuilds a droplet while a CFBuild
+// that cf-hnc did not mark as its rebuild holds the rebuild's name. A CFBuild marked as the
+// rebuild is cf-hnc's, or one that the build reconciler fails as NotARebuild: only the manager
+// may mark a CFBuild so (config/policies/rebuilds.yaml).
+func rebuildNameTaken(ctx context.Context, c client.Reader, namespace, name string) (bool, error) {
+	holder, err := get(ctx, c, namespace, name, &cfv1alpha1.CFBuild{})
+	if holder == nil || holder.Labels[cfv1alpha1.KpackBuildLabel] == name || err != nil {
+		return false, err
+	}
+	kb, err := get(ctx, c, namespace, name, &kpackv1alpha2.Build{})
+	if kb == nil || err != nil {
+		return false, err
+	}
+	rebuilt, err := rebuiltBuilds(ctx, c, kb)
+	return len(rebuilt) > 0, err
 }
 
 // lineage returns the droplets of a droplet's package: the lineage's first CFBuild and every

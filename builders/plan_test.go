@@ -82,6 +82,44 @@ var _ = Describe("planning a build", func() {
 		p = planStaging(in)
 		Expect(p.image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: in.dedicated.Name}))
 	})
+
+	DescribeTable("fails a build only once kpack reports its dedicated Builder not Ready for the spec cf-hnc wants",
+		func(change func(*kpackv1alpha2.Builder), fails bool) {
+			in := readyToStage()
+			in.build.Spec.Lifecycle.Data.Buildpacks = []string{"paketo-buildpacks/nodejs"}
+			in.dedicated = planStaging(in).dedicated.DeepCopy()
+			in.dedicated.Generation, in.dedicated.Status.ObservedGeneration = 2, 2
+			in.dedicated.Status.Conditions = corev1alpha1.Conditions{
+				{Type: corev1alpha1.ConditionReady, Status: corev1.ConditionFalse, Reason: kpackv1alpha2.NoLatestImageReason, Message: kpackv1alpha2.NoLatestImageMessage},
+				{Type: kpackv1alpha2.ConditionUpToDate, Status: corev1.ConditionFalse, Reason: kpackv1alpha2.ReconcileFailedReason, Message: "no such buildpack"},
+			}
+			change(in.dedicated)
+			p := planStaging(in)
+			Expect(p.image).To(BeNil())
+			if !fails {
+				Expect(p.conditions[1]).To(And(HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", cfv1alpha1.BuilderNotReadyReason)))
+				Expect(p.dedicated).NotTo(BeNil(), "cf-hnc still applies it")
+				return
+			}
+			Expect(p.conditions).To(HaveEach(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.BuilderNotReadyReason),
+				HaveField("Message", HavePrefix("kpack cannot make Builder %s, of stack cflinuxfs4 and the buildpacks the lifecycle names: ", in.dedicated.Name)))))
+		},
+		Entry("not Ready for its current spec", func(*kpackv1alpha2.Builder) {}, true),
+		Entry("not Ready for an earlier spec", func(b *kpackv1alpha2.Builder) { b.Status.ObservedGeneration = 1 }, false),
+		Entry("not Ready for a spec that cf-hnc is about to change", func(b *kpackv1alpha2.Builder) { b.Spec.ServiceAccountName = "cf-build-old" }, false),
+		Entry("not reported on yet", func(b *kpackv1alpha2.Builder) { b.Status = kpackv1alpha2.BuilderStatus{} }, false),
+	)
+
+	It("carries kpack's error of its last attempt, else its Ready message", func() {
+		b := readyBuilder(desiredDedicatedBuilder("space-1", cfv1alpha1.LifecycleData{Buildpacks: []string{"x"}}, defaultBuilder, space))
+		b.Status.Conditions = corev1alpha1.Conditions{
+			{Type: corev1alpha1.ConditionReady, Status: corev1.ConditionFalse, Message: kpackv1alpha2.NoLatestImageMessage},
+			{Type: kpackv1alpha2.ConditionUpToDate, Status: corev1.ConditionFalse, Message: "no such buildpack"},
+		}
+		Expect(builderFailure(b, b)).To(Equal("no such buildpack"))
+		b.Status.Conditions = b.Status.Conditions[:1]
+		Expect(builderFailure(b, b)).To(Equal(kpackv1alpha2.NoLatestImageMessage))
+	})
 })
 
 var _ = Describe("checking a rebuild against its kpack Build", func() {

@@ -67,8 +67,9 @@ func (r *RebuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // checkTaken looks at the CFBuild that holds the name of a kpack Build's rebuild: the rebuild
 // itself, made before, or a CFBuild that somebody made under that name, which would opt the
-// app out of the rebuild. The app says so in an event; deleting that CFBuild lets cf-hnc make
-// the rebuild (SetupWithManager).
+// app out of the rebuild. The app says so in an event, and in its DropletCurrent condition
+// (AppReconciler.reportTakenRebuild); deleting that CFBuild lets cf-hnc make the rebuild
+// (SetupWithManager).
 func (r *RebuildReconciler) checkTaken(ctx context.Context, kb *kpackv1alpha2.Build, rebuilt []cfv1alpha1.CFBuild, app *cfv1alpha1.CFApp) error {
 	holder, err := get(ctx, r.client, kb.Namespace, kb.Name, &cfv1alpha1.CFBuild{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -417,9 +418,74 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 			HaveField("Spec.CurrentDropletRef.Name", push.Name), HaveField("Status.HeldDropletRef", BeNil())))
 	})
 
-	It("says so when another CFBuild holds the name of an app's rebuild, and makes the rebuild once it is deleted", func(ctx SpecContext) {
+	It("checks a lifecycle's buildpacks against the store of the space's default Builder where it was placed, not against every ClusterStore", func(ctx SpecContext) {
+		// The space's default Builder is placed in the root, with ClusterStore "default".
+		for name, buildpack := range map[string]string{"default": "paketo-buildpacks/nodejs", "other": "paketo-buildpacks/java"} {
+			store := &kpackv1alpha2.ClusterStore{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			Expect(k8s.Create(ctx, store)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, store)).To(Succeed()) })
+			store.Status.Buildpacks = []corev1alpha1.BuildpackStatus{{BuildpackInfo: corev1alpha1.BuildpackInfo{Id: buildpack, Version: "1.0.0"}}}
+			Expect(k8s.Status().Update(ctx, store)).To(Succeed())
+		}
+		webhook := &AppValidator{&lifecycleValidator{reader: k8s}}
+		naming := func(buildpack string) *cfv1alpha1.CFApp {
+			return &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+				Spec: cfv1alpha1.CFAppSpec{DisplayName: "app", Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle,
+					Data: cfv1alpha1.LifecycleData{Buildpacks: []string{buildpack}}}}}
+		}
+		Expect(webhook.ValidateCreate(ctx, naming("paketo-buildpacks/nodejs"))).Error().NotTo(HaveOccurred())
+		Expect(webhook.ValidateCreate(ctx, naming("paketo-buildpacks/java"))).Error().To(MatchError(
+			ContainSubstring("unknown buildpack; the store has: paketo-buildpacks/nodejs")), "the other store's buildpack")
+	})
+
+	It("fails a build once kpack reports its dedicated Builder not Ready for the Builder's current spec, with kpack's message; not before", func(ctx SpecContext) {
+		app := &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFAppSpec{DisplayName: "tiny", DesiredState: cfv1alpha1.StartedState, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle,
+				Data: cfv1alpha1.LifecycleData{Stack: "tiny", Buildpacks: []string{"paketo-buildpacks/nodejs"}}}}}
+		Expect(k8s.Create(ctx, app)).To(Succeed())
+		build := stage(ctx, app.Name)
+		dedicated := &kpackv1alpha2.Builder{}
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: dedicatedBuilderName(app.Spec.Lifecycle.Data, defaultBuilder)}, dedicated)
+		}).Should(Succeed())
+		succeeded := func() *metav1.Condition {
+			return meta.FindStatusCondition(cfBuild(ctx, build.Name)().Status.Conditions, cfv1alpha1.SucceededCondition)
+		}
+		waits := And(Not(BeNil()), HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", cfv1alpha1.BuilderNotReadyReason))
+		Eventually(succeeded).Should(waits)
+
+		// As kpack reports a Builder that it could never build (it keeps one that built once
+		// Ready, with its last image).
+		const cannot = "validating stack tiny: buildpack paketo-buildpacks/nodejs does not support stack io.buildpacks.stacks.tiny"
+		notReady := func(observed int64) {
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				Expect(k8s.Get(ctx, client.ObjectKeyFromObject(dedicated), dedicated)).To(Succeed())
+				dedicated.Status.ObservedGeneration = observed
+				dedicated.Status.Conditions = corev1alpha1.Conditions{
+					{Type: corev1alpha1.ConditionReady, Status: corev1.ConditionFalse, Reason: kpackv1alpha2.NoLatestImageReason, Message: kpackv1alpha2.NoLatestImageMessage},
+					{Type: kpackv1alpha2.ConditionUpToDate, Status: corev1.ConditionFalse, Reason: kpackv1alpha2.ReconcileFailedReason, Message: cannot},
+				}
+				return k8s.Status().Update(ctx, dedicated)
+			})).To(Succeed())
+		}
+		notReady(dedicated.Generation - 1)
+		Consistently(succeeded, "1s").Should(waits, "a status of an earlier spec says nothing of this one")
+
+		notReady(dedicated.Generation)
+		Eventually(succeeded).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.BuilderNotReadyReason),
+			HaveField("Message", And(ContainSubstring("kpack cannot make Builder %s", dedicated.Name), ContainSubstring(cannot)))))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: app.Name}, &kpackv1alpha2.Image{})).To(WithTransform(apierrors.IsNotFound, BeTrue()),
+			"no Image was made for the build")
+	})
+
+	It("says so, in an event and the app's status, when another CFBuild holds the name of an app's rebuild, and makes the rebuild once it is deleted", func(ctx SpecContext) {
+		setRunImage(ctx, k8s, clusterBuilder, r5) // the app's droplet is on the latest run image
 		squatted := createApp(ctx)
 		push := stage(ctx, squatted.Name)
+		// The app's stack fixes and its kpack builds are those of its Image.
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: squatted.Name}, &kpackv1alpha2.Image{})
+		}).Should(Succeed())
 		image := "registry.local/org-1/space-1/squatted@sha256:q1"
 		succeed(ctx, k8s, kpackBuilds(ctx, squatted.Name, "1", "CONFIG", push.Name, nil, r5), image, r5, nodejsDroplet)
 		Eventually(cfBuild(ctx, push.Name)).Should(HaveField("Status.Droplet", Not(BeNil())))
@@ -436,10 +502,29 @@ var _ = Describe("the reconcilers, against the apiserver", Ordered, func() {
 			HaveField("Type", corev1.EventTypeWarning), HaveField("Reason", cfv1alpha1.RebuildNameTakenReason),
 			HaveField("Note", ContainSubstring("delete CFBuild %s and cf-hnc makes the rebuild", squatter.Name)))))
 		Expect(cfBuild(ctx, squatter.Name)()).To(HaveField("Labels", Not(HaveKey(cfv1alpha1.KpackBuildLabel))), "cf-hnc leaves the squatter as it is")
+		nameTaken := func(name string) OmegaMatcher {
+			return And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.RebuildFailedReason),
+				HaveField("Message", ContainSubstring("a CFBuild that cf-hnc did not make has the name %s of its rebuild; delete CFBuild %s", name, name)))
+		}
+		Eventually(dropletCurrent(ctx, squatted)).Should(nameTaken(squatter.Name), "the app says so, not UpToDate")
 
 		Expect(k8s.Delete(ctx, squatter)).To(Succeed())
 		Eventually(cfBuild(ctx, rebuild.Name)).Should(HaveField("Labels", And(
 			HaveKeyWithValue(cfv1alpha1.KpackBuildLabel, rebuild.Name), HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, push.Name))))
+		Eventually(dropletCurrent(ctx, squatted)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
+
+		// The name of cf-hnc's own rebase of the droplet onto the next run image: kpack's
+		// Image will not rebase it, its latest build having failed.
+		fail(ctx, k8s, rebuild, "buildpack upgrade failed")
+		own := rebaseName(squatted.Name, image, r6)
+		squatter = &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: own}, Spec: squatter.Spec}
+		Expect(k8s.Create(ctx, squatter)).To(Succeed())
+		setRunImage(ctx, k8s, clusterBuilder, r6)
+		Eventually(dropletCurrent(ctx, squatted)).Should(nameTaken(own), "not Rebuilding for ever")
+		Expect(k8s.Delete(ctx, squatter)).To(Succeed())
+		Eventually(cfBuild(ctx, own)).Should(HaveField("Labels", And(
+			HaveKeyWithValue(cfv1alpha1.KpackBuildLabel, own), HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, push.Name))))
+		Eventually(dropletCurrent(ctx, squatted)).Should(HaveField("Reason", cfv1alpha1.RebuildingReason))
 	})
 
 	It("maps a change only to the builds that wait for what changed, however many others wait in the namespace", func(ctx SpecContext) {
@@ -548,6 +633,7 @@ const (
 	r3 = "registry.local/run@sha256:r3"
 	r4 = "registry.local/run@sha256:r4"
 	r5 = "registry.local/run@sha256:r5"
+	r6 = "registry.local/run@sha256:r6"
 )
 
 // setRunImage reports a ClusterBuilder Ready on the jammy stack with runImage, as kpack does

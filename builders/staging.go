@@ -9,6 +9,7 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -92,6 +93,10 @@ func planStaging(in stagingInputs) stagingPlan {
 	if lifecycle := effectiveLifecycle(build, in.app); !usesDefaultBuilder(lifecycle, in.defaultBuilder) {
 		p.dedicated = desiredDedicatedBuilder(build.Namespace, lifecycle, in.defaultBuilder, config)
 		if in.dedicated == nil || !buildconfig.Ready(&in.dedicated.Status, in.dedicated.Generation) {
+			if cannot := builderFailure(in.dedicated, p.dedicated); cannot != "" {
+				return failed(cfv1alpha1.BuilderNotReadyReason, "kpack cannot make Builder %s, of stack %s and the buildpacks the lifecycle names: %s",
+					p.dedicated.Name, p.dedicated.Spec.Stack.Name, cannot)
+			}
 			w := waiting(cfv1alpha1.BuilderNotReadyReason, "Builder %s is not ready yet", p.dedicated.Name)
 			w.dedicated = p.dedicated
 			return w
@@ -105,6 +110,36 @@ func planStaging(in stagingInputs) stagingPlan {
 		{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionUnknown, Reason: cfv1alpha1.BuildScheduledReason, Message: "staging"},
 	}
 	return p
+}
+
+// builderFailure is why kpack reports a dedicated Builder not Ready for the spec cf-hnc wants
+// of it (desired): the error of kpack's last attempt (its UpToDate condition), else its Ready
+// message. It is "" while the Builder may still become ready: kpack has not reconciled its
+// current generation, or cf-hnc is about to change its spec (an operator changed the default
+// Builder or the space's build configuration). kpack keeps a Builder that built once Ready with
+// its last image, so only a Builder that never built fails a build.
+func builderFailure(current, desired *kpackv1alpha2.Builder) string {
+	if current == nil || current.Status.ObservedGeneration != current.Generation || !holdsSpec(current, desired) {
+		return ""
+	}
+	ready := current.Status.GetCondition(corev1alpha1.ConditionReady)
+	switch upToDate := current.Status.GetCondition(kpackv1alpha2.ConditionUpToDate); {
+	case !ready.IsFalse():
+		return ""
+	case upToDate.IsFalse() && upToDate.Message != "":
+		return upToDate.Message
+	case ready.Message != "":
+		return ready.Message
+	}
+	return "kpack reports it not Ready"
+}
+
+// holdsSpec says whether a Builder as it is holds every field of the spec cf-hnc wants of it,
+// so that applying it changes nothing and kpack's status of its generation is about that spec.
+func holdsSpec(current, desired *kpackv1alpha2.Builder) bool {
+	have, want := current.Spec, desired.Spec
+	return have.Tag == want.Tag && have.Stack == want.Stack && have.Store == want.Store && have.Lifecycle == want.Lifecycle &&
+		have.ServiceAccountName == want.ServiceAccountName && equality.Semantic.DeepEqual(have.Order, want.Order)
 }
 
 // failed is the plan of a build that ended without a droplet, before or without kpack.

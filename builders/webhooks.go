@@ -100,14 +100,19 @@ func (v *lifecycleValidator) buildpacks(ctx context.Context, namespace string) (
 }
 
 // spaceStore is the ClusterStore of the space's default Builder, or "" if it is not known.
+// The Builder is read where the operator placed it (the space, its org or the root): one placed
+// above has no copy in the space, only the ClusterBuilder that cf-hnc makes of it.
 func (v *lifecycleValidator) spaceStore(ctx context.Context, namespace string) string {
 	ns := &corev1.Namespace{}
 	space := &cfv1alpha1.CFSpace{}
 	builder := &kpackv1alpha2.Builder{}
 	if v.reader.Get(ctx, client.ObjectKey{Name: namespace}, ns) != nil ||
 		v.reader.Get(ctx, client.ObjectKey{Namespace: ns.Labels[cfv1alpha1.OrgGUIDLabel], Name: namespace}, space) != nil ||
-		space.Status.Build == nil || space.Status.Build.Builder == nil ||
-		v.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: space.Status.Build.Builder.Name}, builder) != nil {
+		space.Status.Build == nil || space.Status.Build.Builder == nil {
+		return ""
+	}
+	placed := space.Status.Build.Builder
+	if v.reader.Get(ctx, client.ObjectKey{Namespace: placed.From, Name: placed.Name}, builder) != nil {
 		return ""
 	}
 	return builder.Spec.Store.Name
