@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cfapi/auth"
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
 	"code.cloudfoundry.org/cf-hnc/cfapi/membership"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
@@ -31,15 +32,17 @@ func (s *server) acceptJob(w http.ResponseWriter, r *http.Request, operation, gu
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// getJob is GET /v3/jobs/:guid. Whether a deletion is done is read with the API's own rights
-// and not from its cache: the user's rights go with the namespace being deleted (HNC deletes
-// the copies of the org's RoleBindings first), and a cache that lags would call the deletion
-// done early. A job thus tells any authenticated user whether a GUID names an org or a space
-// that exists.
+// getJob is GET /v3/jobs/:guid. An applied manifest's job is complete: the manifest was
+// applied in its request. Whether an org's or a space's deletion is done is read with the API's
+// own rights and not from its cache: the user's rights go with the namespace being deleted (HNC
+// deletes the copies of the org's RoleBindings first), and a cache that lags would call the
+// deletion done early. A job thus tells any authenticated user whether a GUID names an org or a
+// space that exists. An app's deletion is read as the user, whose rights in the space stay
+// while the app goes.
 func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 	guid := r.PathValue("guid")
 	operation, resourceGUID, _ := strings.Cut(guid, jobSeparator)
-	obj, kind, err := s.deleting(r.Context(), operation, resourceGUID)
+	obj, kind, err := s.jobObject(r.Context(), sessionOf(r), operation, resourceGUID)
 	if err != nil {
 		return err
 	}
@@ -52,10 +55,14 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// deleting reads, with the API's own rights, the org or space that a delete job deletes, and
-// names its kind; nil once it is gone.
-func (s *server) deleting(ctx context.Context, operation, guid string) (conditioned, string, error) {
+// jobObject reads the object that a delete job deletes, and names its kind; nil once it is
+// gone, and for an applied manifest, whose job is done.
+func (s *server) jobObject(ctx context.Context, session *auth.Session, operation, guid string) (conditioned, string, error) {
 	switch operation {
+	case applyManifestJob:
+		return nil, "", nil
+	case appDeleteJob:
+		return s.deletingApp(ctx, session, guid)
 	case orgDeleteJob:
 		org := &cfv1alpha1.CFOrg{}
 		err := s.live.Get(ctx, client.ObjectKey{Namespace: s.cfg.RootNamespace, Name: guid}, org)
@@ -74,8 +81,8 @@ func (s *server) deleting(ctx context.Context, operation, guid string) (conditio
 }
 
 // deletionState is the state of the deletion of obj, which still exists: processing while
-// cf-hnc deletes it, failed once that takes longer than DeleteTimeout (with what its Ready
-// condition says is in the way) or if it is not being deleted at all.
+// it is deleted, failed once that takes longer than DeleteTimeout (with what is in the way: an
+// org's or a space's Ready condition says it) or if it is not being deleted at all.
 func (s *server) deletionState(obj conditioned, kind string) (string, *cferror.Error) {
 	deleted := obj.GetDeletionTimestamp()
 	if deleted == nil {
@@ -85,7 +92,10 @@ func (s *server) deletionState(obj conditioned, kind string) (string, *cferror.E
 		return presenter.JobProcessing, nil
 	}
 	why := "cf-hnc has not finished deleting its namespace"
-	if ready := meta.FindStatusCondition(obj.GetConditions(), cfv1alpha1.ReadyCondition); ready != nil {
+	switch ready := meta.FindStatusCondition(obj.GetConditions(), cfv1alpha1.ReadyCondition); {
+	case kind == appResource:
+		why = "its processes, which go first, are not all gone"
+	case ready != nil:
 		why = ready.Message
 	}
 	return presenter.JobFailed, cferror.UnprocessableEntity(fmt.Sprintf("%s deletion timed out after %s: %s", kind, s.cfg.DeleteTimeout, why))

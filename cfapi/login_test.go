@@ -42,7 +42,7 @@ var _ = Describe("cf api", func() {
 		for _, r := range []struct{ method, path string }{
 			{http.MethodGet, "/v2/info"},
 			{http.MethodPut, "/v3/organizations"},
-			{http.MethodGet, "/v3/routes"},
+			{http.MethodGet, "/v3/service_instances"},
 		} {
 			Expect(cfErrorOf(request(ctx, r.method, r.path, "", nil), http.StatusNotFound)).
 				To(Equal(cfError{Code: 10000, Title: "CF-NotFound", Detail: "Unknown request"}), "%s %s", r.method, r.path)

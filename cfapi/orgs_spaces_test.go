@@ -386,6 +386,6 @@ var _ = Describe("cf delete-org", func() {
 		j := decode[job](op.get(ctx, "/v3/jobs/org.delete~"+org), http.StatusOK)
 		Expect(j.State).To(Equal("FAILED"))
 		Expect(j.Errors).To(ConsistOf(HaveField("Detail", "Organization "+org+" is not being deleted")))
-		Expect(cfErrorOf(op.get(ctx, "/v3/jobs/app.delete~"+org), http.StatusNotFound)).To(HaveField("Detail", "Job not found"))
+		Expect(cfErrorOf(op.get(ctx, "/v3/jobs/route.delete~"+org), http.StatusNotFound)).To(HaveField("Detail", "Job not found"))
 	})
 })

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"archive/tar"
 	"errors"
 	"fmt"
 	"io"
@@ -9,17 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"code.cloudfoundry.org/cf-hnc/internal/sourceimage"
 )
 
-// packedTime is the modification time of every packed file, as the buildpack lifecycle gives
-// exported files: the same source packs to the same digest.
-var packedTime = time.Date(1980, time.January, 1, 0, 0, 1, 0, time.UTC)
+// packedTime is the modification time of every packed file.
+var packedTime = sourceimage.ModTime
 
 // packedSource is an app's directory packed as cf push uploads it: the files that .cfignore and
 // the cf CLI's default exclusions let through, as one tar layer in a temporary file.
@@ -27,9 +23,8 @@ type packedSource struct {
 	dir string
 	// tarFile holds the layer; remove it with cleanup.
 	tarFile string
-	// files counts the regular files and symbolic links packed, bytes their size.
-	files int
-	bytes int64
+	// layer counts the regular files and symbolic links packed, and their size.
+	layer *sourceimage.Layer
 	// ignored counts the files and directories left out.
 	ignored int
 }
@@ -69,7 +64,7 @@ func packSource(dir string) (p *packedSource, err error) {
 	if err != nil {
 		return p, err
 	}
-	w := tar.NewWriter(out)
+	p.layer = sourceimage.NewLayer(out)
 	if err := filepath.WalkDir(dir, func(file string, entry fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
@@ -89,17 +84,17 @@ func packSource(dir string) (p *packedSource, err error) {
 			}
 			return nil
 		}
-		return p.add(w, file, rel, entry)
+		return p.add(file, rel, entry)
 	}); err != nil {
 		return p, err
 	}
-	if err := w.Close(); err != nil {
+	if err := p.layer.Close(); err != nil {
 		return p, fmt.Errorf("packing %q: %w", dir, err)
 	}
 	switch {
-	case p.files == 0 && p.ignored == 0:
+	case p.layer.Files == 0 && p.ignored == 0:
 		return p, fmt.Errorf("directory %q is empty: there is nothing to push", dir)
-	case p.files == 0:
+	case p.layer.Files == 0:
 		return p, fmt.Errorf("directory %q has nothing to push: .cfignore and the default exclusions (%s) leave out all it holds",
 			dir, strings.Join(defaultIgnored, ", "))
 	}
@@ -139,23 +134,20 @@ func readIgnoreRules(dir string) (ignoreRules, error) {
 
 // add writes a directory, a regular file or a symbolic link (as a link, as the cf CLI packs
 // it) into the layer. Other kinds of files (sockets, devices) cannot be part of an app.
-func (p *packedSource) add(w *tar.Writer, file, rel string, entry fs.DirEntry) error {
+func (p *packedSource) add(file, rel string, entry fs.DirEntry) error {
 	info, err := entry.Info()
 	if err != nil {
 		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 	}
-	hdr := &tar.Header{Name: rel, Mode: int64(info.Mode().Perm()), ModTime: packedTime}
 	switch {
 	case info.IsDir():
-		hdr.Typeflag, hdr.Name = tar.TypeDir, rel+"/"
-		return w.WriteHeader(hdr)
+		return p.layer.Dir(rel, info.Mode())
 	case info.Mode()&fs.ModeSymlink != 0:
-		if hdr.Linkname, err = os.Readlink(file); err != nil {
+		target, err := os.Readlink(file)
+		if err != nil {
 			return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 		}
-		hdr.Typeflag = tar.TypeSymlink
-		p.files++
-		return w.WriteHeader(hdr)
+		return p.layer.Symlink(rel, target, info.Mode())
 	case !info.Mode().IsRegular():
 		p.ignored++
 		return nil
@@ -165,26 +157,14 @@ func (p *packedSource) add(w *tar.Writer, file, rel string, entry fs.DirEntry) e
 		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 	}
 	defer content.Close()
-	hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
-	if err := w.WriteHeader(hdr); err != nil {
-		return err
-	}
-	if _, err := io.Copy(w, content); err != nil {
+	if err := p.layer.File(rel, info.Mode(), info.Size(), content); err != nil {
 		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 	}
-	p.files++
-	p.bytes += info.Size()
 	return nil
 }
 
 // image is the package image: one layer holding the app's files, as the CF API stores bits.
-func (p *packedSource) image() (v1.Image, error) {
-	layer, err := tarball.LayerFromFile(p.tarFile)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.AppendLayers(empty.Image, layer)
-}
+func (p *packedSource) image() (v1.Image, error) { return sourceimage.Image(p.tarFile) }
 
 // cleanup removes the temporary layer.
 func (p *packedSource) cleanup() {
@@ -194,7 +174,7 @@ func (p *packedSource) cleanup() {
 }
 
 func (p *packedSource) String() string {
-	s := fmt.Sprintf("%d files, %s", p.files, byteSize(p.bytes))
+	s := fmt.Sprintf("%d files, %s", p.layer.Files, byteSize(p.layer.Bytes))
 	if p.ignored > 0 {
 		s += fmt.Sprintf("; %d left out by .cfignore and the default exclusions", p.ignored)
 	}
