@@ -30,26 +30,7 @@ it creates a build of the current package and follows it, as push does. Either w
 started with the droplet, and restage waits until an instance of each process runs it.`,
 		Example: `  kubectl cf restage web -o acme -s dev`,
 	}, true, func(ctx context.Context, a *appContext) error {
-		pkg, err := currentPackage(ctx, a.c, a.app)
-		if err != nil {
-			return err
-		}
-		held, err := heldDroplet(ctx, a.c, a.app, pkg)
-		if err != nil {
-			return err
-		}
-		d := &deployment{s: a.s, c: a.c, out: a.out, app: a.app, pkg: pkg.Name, timeout: timeout,
-			state: cfv1alpha1.StartedState, waitTimeout: waitTimeout, hint: a.logsHint()}
-		if held != nil {
-			fmt.Fprintf(a.out, "App %q now runs its held droplet %s, which kpack rebuilt from its current package because of %s; "+
-				"nothing needed staging.\n", a.app.Spec.DisplayName, held.Name, held.Annotations[cfv1alpha1.RebuildReasonAnnotation])
-			return d.runDroplet(ctx, held)
-		}
-		if err := checkBuildReady(a.target); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.out, "Restaging app %q in %s\n", a.app.Spec.DisplayName, a.target)
-		return d.run(ctx)
+		return restage(ctx, a, timeout, waitTimeout, cfv1alpha1.StartedState)
 	})
 	stagingTimeoutFlag(cmd, &timeout)
 	waitTimeoutFlag(cmd, &waitTimeout)

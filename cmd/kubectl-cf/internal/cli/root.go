@@ -121,7 +121,7 @@ func newCommand(connect func(*rest.Config) (client.Client, error)) *cobra.Comman
 		root.AddCommand(cmd)
 	}
 	for _, cmd := range []*cobra.Command{newCreateOrgCommand(s), newCreateSpaceCommand(s), newSetRegistryCommand(s),
-		newSetUpgradePolicyCommand(s), newTreeCommand(s), newDeleteSpaceCommand(s), newDeleteOrgCommand(s)} {
+		newSetUpgradePolicyCommand(s), newRestageOrgCommand(s), newTreeCommand(s), newDeleteSpaceCommand(s), newDeleteOrgCommand(s)} {
 		cmd.GroupID = "orgs"
 		root.AddCommand(cmd)
 	}
