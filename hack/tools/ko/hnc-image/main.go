@@ -19,22 +19,17 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/ko/pkg/build"
-	"github.com/google/ko/pkg/publish"
 
 	"code.cloudfoundry.org/cf-hnc/hack/tools/ko/internal/baseimage"
+	"code.cloudfoundry.org/cf-hnc/hack/tools/ko/internal/destination"
 )
 
 const (
@@ -48,22 +43,18 @@ func main() {
 		module     = flag.String("module", "", "the module that requires HNC and pins its dependencies (hack/tools/hnc)")
 		version    = flag.String("version", "v1.1.0-cf-hnc", "the version the manager reports")
 		platform   = flag.String("platform", "linux/"+runtime.GOARCH, "the image's platform")
-		layout     = flag.String("oci-layout", "", "write the image to this OCI image layout directory")
-		repo       = flag.String("repo", "", "push the image to this repository (credentials from docker's config)")
-		tag        = flag.String("tag", "v1.1.0-cf-hnc", "the tag to push or to write into the tarball")
-		tarFile    = flag.String("tarball", "", "write a docker tarball (for `kind load image-archive`) here")
-		tarRef     = flag.String("tarball-ref", "", "the repository the tarball's image is named with (its tag is --tag)")
 		caCerts    = flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to put into the image")
 		sourceTime = flag.Int64("source-date-epoch", 0, "the image's creation time, in seconds since 1970 (0: a reproducible image)")
+		to         = destination.Register("v1.1.0-cf-hnc")
 	)
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("[hnc-image] ")
-	if *module == "" || (*layout == "" && *repo == "" && *tarFile == "") {
-		log.Fatal("--module is required, and --oci-layout, --repo or --tarball")
+	if *module == "" {
+		log.Fatal("--module is required")
 	}
-	if *tarFile != "" && *tarRef == "" {
-		log.Fatal("--tarball needs --tarball-ref")
+	if err := to.Check(); err != nil {
+		log.Fatal(err)
 	}
 	certs, err := os.ReadFile(*caCerts)
 	if err != nil {
@@ -74,82 +65,20 @@ func main() {
 	if abs, err := filepath.Abs(*module); err == nil {
 		os.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(abs))
 	}
-	created := v1.Time{Time: time.Unix(*sourceTime, 0).UTC()}
-	base, err := baseimage.New([]string{*platform}, certs, created)
-	if err != nil {
-		log.Fatal(err)
-	}
+	created := time.Unix(*sourceTime, 0).UTC()
 	ctx := context.Background()
-	builder, err := build.NewGo(ctx, *module,
-		build.WithBaseImages(func(context.Context, string) (name.Reference, build.Result, error) {
-			return name.MustParseReference("cf-hnc.local/base:in-process"), base, nil
-		}),
-		build.WithPlatforms(*platform),
-		build.WithCreationTime(created),
-		build.WithDisabledSBOM(),
-		build.WithTrimpath(true),
-		build.WithDefaultLdflags([]string{"-s", "-w", "-X " + versionVar + "=" + *version}),
-		build.WithUser(baseimage.User),
-	)
+	builder, err := baseimage.GoBuilder(ctx, *module, []string{*platform}, certs, v1.Time{Time: created},
+		build.WithDefaultLdflags([]string{"-s", "-w", "-X " + versionVar + "=" + *version}))
 	if err != nil {
 		log.Fatal(err)
 	}
-	img, err := managerImage(ctx, builder, created.Time)
+	img, err := baseimage.ImageWithLink(ctx, builder, importPath, baseimage.LinkedCommand{
+		Path: "manager", CreatedBy: "hnc-image", Comment: "/manager, where HNC's Deployment runs it",
+	}, created)
 	if err != nil {
 		log.Fatal(err)
 	}
-	var publishers []publish.Interface
-	if *layout != "" {
-		publishers = append(publishers, publish.NewLayout(*layout))
+	if err := to.Publish(ctx, img, importPath, "hnc-image"); err != nil {
+		log.Fatal(err)
 	}
-	bare := func(base, _ string) string { return base }
-	if *repo != "" {
-		p, err := publish.NewDefault(*repo, publish.WithAuthFromKeychain(authn.DefaultKeychain),
-			publish.WithNamer(bare), publish.WithTags([]string{*tag}), publish.WithUserAgent("hnc-image"))
-		if err != nil {
-			log.Fatal(err)
-		}
-		publishers = append(publishers, p)
-	}
-	if *tarFile != "" {
-		publishers = append(publishers, publish.NewTarball(*tarFile, *tarRef, bare, []string{*tag}))
-	}
-	for _, p := range publishers {
-		ref, err := p.Publish(ctx, img, importPath)
-		if err == nil {
-			err = p.Close()
-		}
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(ref)
-	}
-}
-
-// managerImage is ko's image of HNC's manager plus the /manager link to it.
-func managerImage(ctx context.Context, builder build.Interface, created time.Time) (v1.Image, error) {
-	if err := builder.IsSupportedReference(importPath); err != nil {
-		return nil, fmt.Errorf("%s: %w (is it in the module's tools.go?)", importPath, err)
-	}
-	log.Printf("building %s", strings.TrimPrefix(importPath, "ko://"))
-	result, err := builder.Build(ctx, importPath)
-	if err != nil {
-		return nil, err
-	}
-	img, ok := result.(v1.Image)
-	if !ok {
-		return nil, fmt.Errorf("ko built %T for one platform, not an image", result)
-	}
-	link, err := baseimage.Link("manager", "/ko-app/manager", created)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.Append(img, mutate.Addendum{
-		Layer: link,
-		History: v1.History{
-			Created:   v1.Time{Time: created},
-			CreatedBy: "hnc-image",
-			Comment:   "/manager, where HNC's Deployment runs it",
-		},
-	})
 }

@@ -28,11 +28,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/ko/pkg/build"
 
 	"code.cloudfoundry.org/cf-hnc/hack/tools/ko/internal/baseimage"
@@ -67,25 +65,12 @@ func main() {
 	if abs, err := filepath.Abs(*module); err == nil {
 		os.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(abs))
 	}
-	created := v1.Time{Time: time.Unix(*sourceTime, 0).UTC()}
-	base, err := baseimage.New([]string{*platform}, certs, created)
-	if err != nil {
-		log.Fatal(err)
-	}
+	created := time.Unix(*sourceTime, 0).UTC()
 	ctx := context.Background()
-	builder, err := build.NewGo(ctx, *module,
-		build.WithBaseImages(func(context.Context, string) (name.Reference, build.Result, error) {
-			return name.MustParseReference("cf-hnc.local/base:in-process"), base, nil
-		}),
-		build.WithPlatforms(*platform),
-		build.WithCreationTime(created),
-		build.WithDisabledSBOM(),
-		build.WithTrimpath(true),
-		// Without symbols: kpack's commands are large (build-init 115 MB, completion 127 MB
-		// with them), and the node's registry is seeded with them at every start.
-		build.WithDefaultLdflags([]string{"-s", "-w"}),
-		build.WithUser(baseimage.User),
-	)
+	// Without symbols: kpack's commands are large (build-init 115 MB, completion 127 MB with
+	// them), and the node's registry is seeded with them at every start.
+	builder, err := baseimage.GoBuilder(ctx, *module, []string{*platform}, certs, v1.Time{Time: created},
+		build.WithDefaultLdflags([]string{"-s", "-w"}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -94,7 +79,11 @@ func main() {
 		log.Fatal(err)
 	}
 	for _, cmd := range images {
-		img, err := buildImage(ctx, builder, cmd, created.Time)
+		img, err := baseimage.ImageWithLink(ctx, builder, "ko://"+kpackCmd+cmd, baseimage.LinkedCommand{
+			Path:      path.Join("cnb/process", cmd),
+			CreatedBy: "kpack-images",
+			Comment:   "/cnb/process/" + cmd + ", where kpack's build pods run it",
+		}, created)
 		if err != nil {
 			log.Fatalf("%s: %v", cmd, err)
 		}
@@ -107,33 +96,4 @@ func main() {
 		}
 		fmt.Printf("%s@%s\n", cmd, digest)
 	}
-}
-
-// buildImage is ko's image of kpack's command plus the /cnb/process link to it.
-func buildImage(ctx context.Context, builder build.Interface, cmd string, created time.Time) (v1.Image, error) {
-	importPath := "ko://" + kpackCmd + cmd
-	if err := builder.IsSupportedReference(importPath); err != nil {
-		return nil, fmt.Errorf("%s: %w (is it in the module's tools.go?)", importPath, err)
-	}
-	log.Printf("building %s", importPath)
-	result, err := builder.Build(ctx, importPath)
-	if err != nil {
-		return nil, err
-	}
-	img, ok := result.(v1.Image)
-	if !ok {
-		return nil, fmt.Errorf("ko built %T for one platform, not an image", result)
-	}
-	link, err := baseimage.Link(path.Join("cnb/process", cmd), path.Join("/ko-app", cmd), created)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.Append(img, mutate.Addendum{
-		Layer: link,
-		History: v1.History{
-			Created:   v1.Time{Time: created},
-			CreatedBy: "kpack-images",
-			Comment:   "/cnb/process/" + cmd + ", where kpack's build pods run it",
-		},
-	})
 }

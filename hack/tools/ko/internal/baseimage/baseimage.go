@@ -1,5 +1,5 @@
 // Package baseimage assembles, in process, the base image that this module's image commands
-// (cf-hnc-image, kpack-images) give ko instead of ko's default base, which lives in a registry
+// (cf-hnc-image, hnc-image, kpack-images) give ko instead of ko's default base, which lives in a registry
 // on the internet: one layer with /etc/passwd and /etc/group for the user nonroot
 // (65532:65532), its home directory, /tmp, and the CA certificates of the build machine, and a
 // config that runs as 65532.
@@ -95,10 +95,9 @@ func Layer(caCerts []byte, created time.Time) (v1.Layer, error) {
 	return FromTar(buf.Bytes())
 }
 
-// Link is a layer with a symbolic link at name (a path without a leading slash) to target, and
-// the directories above it: where a manifest runs a command at another path than ko's
-// /ko-app/<command>.
-func Link(name, target string, created time.Time) (v1.Layer, error) {
+// linkLayer is a layer with a symbolic link at name (a path without a leading slash) to target,
+// and the directories above it.
+func linkLayer(name, target string, created time.Time) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	var errs []error
