@@ -54,7 +54,7 @@ build: generate manifests ## Build the manager, the kubectl-cf plugin and the CF
 	install -m 0755 cmd/kubectl-cf/kubectl_complete-cf $(BIN)/kubectl_complete-cf
 
 .PHONY: run
-run: build ## Run the system: a local control plane with everything, or the manager against $KUBECONFIG.
+run: build ## Run the system: a local control plane with everything (the CF API for the cf CLI on 127.0.0.1:9000), or the manager against $KUBECONFIG.
 	go run ./cmd/cf-hnc-local
 
 .PHONY: test

@@ -3,9 +3,8 @@
 //	cf api http://127.0.0.1:9000 && cf auth <kubeconfig user> && cf orgs
 //
 // It reads the cluster with its own kubeconfig (in a pod, its ServiceAccount), which needs
-// only get, list and watch on cforgs, cfspaces and rolebindings, and list on kpack's
-// clusterstacks and clusterstores; every request acts with the caller's own Kubernetes
-// credentials.
+// only the reads of the ClusterRole cf-hnc:api (config/cf-api/role.yaml); every request acts
+// with the caller's own Kubernetes credentials. Beyond loopback it serves HTTPS only.
 package main
 
 import (
@@ -30,6 +29,25 @@ import (
 // shutdownTimeout is how long the requests in flight may take to finish on SIGTERM.
 const shutdownTimeout = 10 * time.Second
 
+// checkTransport refuses plain HTTP beyond loopback: the cf CLI sends a token, or a client
+// certificate with its private key, in every request.
+func (o options) checkTransport() error {
+	if (o.certFile == "") != (o.keyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	if o.certFile != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(o.address)
+	if err != nil {
+		return fmt.Errorf("--address %q: %w", o.address, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--address %q is not a loopback address: serve HTTPS there (--tls-cert-file and --tls-key-file), since the cf CLI sends credentials with every request", o.address)
+	}
+	return nil
+}
+
 // options are the command's flags.
 type options struct {
 	address, certFile, keyFile, externalURL string
@@ -40,7 +58,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.address, "address", "127.0.0.1:9000", "Address to serve the API on. Plain HTTP (no --tls-cert-file) sends credentials in clear text: keep it on loopback.")
+	flag.StringVar(&o.address, "address", "127.0.0.1:9000", "Address to serve the API on. Plain HTTP (no --tls-cert-file) is served on loopback only: the cf CLI sends credentials in every request.")
 	flag.StringVar(&o.certFile, "tls-cert-file", "", "PEM certificate to serve HTTPS with (with --tls-key-file).")
 	flag.StringVar(&o.keyFile, "tls-key-file", "", "PEM private key of --tls-cert-file.")
 	flag.StringVar(&o.externalURL, "external-url", "", "The API's URL as the cf CLI reaches it, for the absolute links it follows (e.g. https://api.cf.example.com). Empty: each request's scheme and Host.")
@@ -62,8 +80,8 @@ func main() {
 }
 
 func run(o options) error {
-	if (o.certFile == "") != (o.keyFile == "") {
-		return errors.New("--tls-cert-file and --tls-key-file go together")
+	if err := o.checkTransport(); err != nil {
+		return err
 	}
 	if o.externalURL != "" {
 		u, err := url.Parse(o.externalURL)

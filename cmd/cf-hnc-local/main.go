@@ -3,9 +3,10 @@
 //
 //	cf-hnc-local                        without KUBECONFIG: start the local control plane (etcd,
 //	                                    kube-apiserver, kube-controller-manager, HNC, kpack with an
-//	                                    in-memory registry) and the cf-hnc manager, print how to use
-//	                                    it and stay up until Ctrl-C; with KUBECONFIG: install what the
-//	                                    manager needs into that cluster and run the manager here
+//	                                    in-memory registry), the cf-hnc manager and the CF API (on
+//	                                    127.0.0.1:9000 if free), print how to use them and stay up
+//	                                    until Ctrl-C; with KUBECONFIG: install what the manager needs
+//	                                    into that cluster and run the manager here
 //	cf-hnc-local deploy --image=REF     build config/default with the manager's image REF and
 //	                                    server-side apply it to the cluster of the kubeconfig
 //	cf-hnc-local undeploy [--purge]     remove what deploy applied (--purge: and the data)
@@ -18,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -51,7 +53,7 @@ func main() {
 	if kubeconfig := os.Getenv("KUBECONFIG"); kubeconfig != "" {
 		exit(runAgainst(ctx, kubeconfig, config, manager))
 	}
-	exit(runLocal(ctx, manager))
+	exit(runLocal(ctx, manager, filepath.Join(project, "bin", "cf-api")))
 }
 
 // subcommand runs deploy or undeploy against the cluster of the current kubeconfig.
@@ -81,6 +83,9 @@ func subcommand(ctx context.Context, config, name string, args []string) error {
 			return fmt.Errorf("%w (is HNC installed in the cluster? docs/install.md)", err)
 		}
 		fmt.Printf("Applied. Watch the rollout: kubectl -n %s rollout status deployment/%s\n", install.Namespace, install.ManagerDeployment)
+		fmt.Printf("The CF API (deployment/%s) starts once its serving certificate is in the Secret %s/%s:\n"+
+			"  kubectl -n %s create secret tls %s --cert=<certificate for the API's host name> --key=<its key>\n",
+			install.APIDeployment, install.Namespace, install.APISecret, install.Namespace, install.APISecret)
 		return nil
 	case "undeploy":
 		objs, err := install.Build(config, install.Default, "")
@@ -109,12 +114,15 @@ func clusterClient(kubeconfig string) (client.Client, string, error) {
 	return c, cfg.Host, err
 }
 
+// cfAPIAddress is where `make run` serves the CF API, unless something else listens there.
+const cfAPIAddress = "127.0.0.1:9000"
+
 // runLocal starts everything on the local control plane and waits for Ctrl-C.
-func runLocal(ctx context.Context, manager string) error {
+func runLocal(ctx context.Context, manager, cfAPI string) error {
 	// Every component logs to its own file; the harness's own controller-runtime clients would
 	// otherwise warn that controller-runtime's logger is unset.
 	ctrl.SetLogger(logr.Discard())
-	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry, a node (containerd, kubelet, kube-scheduler) and cf-hnc ...")
+	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry, a node (containerd, kubelet, kube-scheduler), cf-hnc and its CF API ...")
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		ControllerManager: true,
 		HNC:               true,
@@ -122,11 +130,17 @@ func runLocal(ctx context.Context, manager string) error {
 		Node:              true,
 		DefaultBuilder:    true,
 		Manager:           manager,
+		CFAPI:             cfAPI,
+		CFAPIAddress:      freeOrAny(cfAPIAddress),
 	})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
+	admin, err := kubeconfigUser(cp.Kubeconfig)
+	if err != nil {
+		return err
+	}
 	host, password := cp.Kpack().Registry.Host(), cp.Kpack().TenantPassword
 	fmt.Printf(`
 cf-hnc is ready. Logs: %s
@@ -139,6 +153,14 @@ cf-hnc is ready. Logs: %s
       --password-stdin --droplet-repository $REGISTRY/%s/acme   # once per org
   kubectl cf tree                           # orgs, spaces and whether each can build
 
+The CF API for the real cf CLI (docs/cli.md, "The cf CLI") listens on %s. Its own reads
+have the rights of the ServiceAccount %s/%s; every request acts as the kubeconfig user
+that the cf CLI logs in as (with KUBECONFIG set as above):
+
+  cf api %s
+  cf auth %s         # a user of $KUBECONFIG, here the administrator
+  cf orgs
+
 The registry at $REGISTRY holds a busybox stack (ClusterStack %q), the CNB lifecycle and
 two buildpacks that detect on a Staticfile and on a Procfile (ClusterStore %q); build pods run
 them for real on the node. The default Builder %q is placed once in the root namespace %q; cf-hnc
@@ -148,6 +170,7 @@ A stack fix, as an operator makes one: kill -USR1 %d publishes a fixed run image
 the ClusterStack at it.
 Press Ctrl-C to stop; everything started here stops with it.
 `, cp.LogDir(), cp.Kubeconfig, host, password, controlplane.OrgsRepository, controlplane.OrgsRepository,
+		cp.CFAPIURL(), install.Namespace, install.APIServiceAccount, cp.CFAPIURL(), admin,
 		controlplane.Stack, controlplane.Store, controlplane.DefaultBuilder, controlplane.RootNamespace,
 		controlplane.OrgsRepository, controlplane.OrgsRepository, os.Getpid())
 	stackFix := make(chan os.Signal, 1)
@@ -170,6 +193,29 @@ Press Ctrl-C to stop; everything started here stops with it.
 			}
 		}
 	}
+}
+
+// freeOrAny is address if nothing listens there, else "" (any free loopback port).
+func freeOrAny(address string) string {
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return ""
+	}
+	l.Close()
+	return address
+}
+
+// kubeconfigUser is the name of the user of a kubeconfig's current context, which `cf auth`
+// takes.
+func kubeconfigUser(path string) (string, error) {
+	config, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return "", err
+	}
+	if current, ok := config.Contexts[config.CurrentContext]; ok {
+		return current.AuthInfo, nil
+	}
+	return "", fmt.Errorf("%s has no current context", path)
 }
 
 // watch reports the first component that dies.

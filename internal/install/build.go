@@ -45,6 +45,15 @@ const (
 	MutatingWebhookConfiguration = "cf-hnc-mutating-webhook-configuration"
 	// WebhookSecret holds the webhook serving certificate that the manager rotates.
 	WebhookSecret = "cf-hnc-webhook-server-cert"
+
+	// APIDeployment is the CF API's Deployment (config/cf-api), in Namespace.
+	APIDeployment = "cf-hnc-api"
+	// APIContainer is the CF API's container in APIDeployment.
+	APIContainer = "api"
+	// APIServiceAccount is the CF API's ServiceAccount, in Namespace.
+	APIServiceAccount = "cf-hnc-api"
+	// APISecret is the Secret of the CF API's serving certificate, which the operator creates.
+	APISecret = "cf-hnc-api-tls"
 )
 
 // Build renders the kustomization config/<kustomization> of configDir, with the manager's
@@ -132,8 +141,22 @@ func imageOverlay(base, image string) ([]byte, error) {
 
 // ManagerDeploymentOf returns the manager's Deployment among built objects.
 func ManagerDeploymentOf(objs []*unstructured.Unstructured) (*appsv1.Deployment, error) {
+	return deploymentOf(objs, ManagerDeployment)
+}
+
+// ManagerContainerOf returns the manager's container of its Deployment.
+func ManagerContainerOf(objs []*unstructured.Unstructured) (*corev1.Container, error) {
+	return containerOf(objs, ManagerDeployment, ManagerContainer)
+}
+
+// APIContainerOf returns the CF API's container of its Deployment.
+func APIContainerOf(objs []*unstructured.Unstructured) (*corev1.Container, error) {
+	return containerOf(objs, APIDeployment, APIContainer)
+}
+
+func deploymentOf(objs []*unstructured.Unstructured, name string) (*appsv1.Deployment, error) {
 	for _, obj := range objs {
-		if obj.GetKind() == "Deployment" && obj.GetNamespace() == Namespace && obj.GetName() == ManagerDeployment {
+		if obj.GetKind() == "Deployment" && obj.GetNamespace() == Namespace && obj.GetName() == name {
 			d := &appsv1.Deployment{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
 				return nil, err
@@ -141,19 +164,18 @@ func ManagerDeploymentOf(objs []*unstructured.Unstructured) (*appsv1.Deployment,
 			return d, nil
 		}
 	}
-	return nil, fmt.Errorf("no Deployment %s/%s in the built objects", Namespace, ManagerDeployment)
+	return nil, fmt.Errorf("no Deployment %s/%s in the built objects", Namespace, name)
 }
 
-// ManagerContainerOf returns the manager's container of its Deployment.
-func ManagerContainerOf(objs []*unstructured.Unstructured) (*corev1.Container, error) {
-	d, err := ManagerDeploymentOf(objs)
+func containerOf(objs []*unstructured.Unstructured, deployment, container string) (*corev1.Container, error) {
+	d, err := deploymentOf(objs, deployment)
 	if err != nil {
 		return nil, err
 	}
 	for i := range d.Spec.Template.Spec.Containers {
-		if c := &d.Spec.Template.Spec.Containers[i]; c.Name == ManagerContainer {
+		if c := &d.Spec.Template.Spec.Containers[i]; c.Name == container {
 			return c, nil
 		}
 	}
-	return nil, fmt.Errorf("Deployment %s/%s has no container %q", Namespace, ManagerDeployment, ManagerContainer)
+	return nil, fmt.Errorf("Deployment %s/%s has no container %q", Namespace, deployment, container)
 }

@@ -79,6 +79,11 @@ var _ = Describe("config/default", func() {
 			{"ValidatingAdmissionPolicy", "", "cf-hnc-manager-writes"},
 			{"MutatingAdmissionPolicy", "", "cf-hnc-build-step-messages"},
 			{"HNCConfiguration", "", "config"},
+			{"ServiceAccount", install.Namespace, install.APIServiceAccount},
+			{"ClusterRole", "", "cf-hnc:api"},
+			{"ClusterRoleBinding", "", "cf-hnc:api"},
+			{"Deployment", install.Namespace, install.APIDeployment},
+			{"Service", install.Namespace, "cf-hnc-api"},
 		} {
 			Expect(find(objs, want[0], want[1], want[2])).NotTo(BeNil(), "%s %s/%s", want[0], want[1], want[2])
 		}
@@ -149,16 +154,61 @@ var _ = Describe("config/default", func() {
 		objs := build("")
 		ns := find(objs, "Namespace", "", install.Namespace)
 		Expect(ns.GetLabels()).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+		for _, name := range []string{install.ManagerDeployment, install.APIDeployment} {
+			deployment := &appsv1.Deployment{}
+			Expect(runtimeconv.DefaultUnstructuredConverter.FromUnstructured(find(objs, "Deployment", install.Namespace, name).Object, deployment)).To(Succeed())
+			pod := deployment.Spec.Template.Spec
+			Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue(), name)
+			Expect(*pod.SecurityContext.RunAsUser).NotTo(BeZero(), name)
+			Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault), name)
+			for _, c := range pod.Containers {
+				Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse(), name)
+				Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue(), name)
+				Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")), name)
+			}
+		}
+	})
+
+	It("serves the CF API over HTTPS from the manager's image, through its Service", func() {
+		objs := build("registry.example/cf/cf-hnc:v1.2.3")
+		c, err := install.APIContainerOf(objs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Image).To(Equal("registry.example/cf/cf-hnc:v1.2.3"), "make deploy IMG=... sets both")
+		Expect(c.Args).To(ContainElement("--root-namespace=cf"))
+
+		By("listening beyond loopback, with the certificate of the operator's Secret")
+		addr, _ := flagValue(c.Args, "address")
+		host, containerPort, err := net.SplitHostPort(addr)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(host).To(BeEmpty())
 		deployment := &appsv1.Deployment{}
-		Expect(runtimeconv.DefaultUnstructuredConverter.FromUnstructured(find(objs, "Deployment", install.Namespace, install.ManagerDeployment).Object, deployment)).To(Succeed())
-		pod := deployment.Spec.Template.Spec
-		Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
-		Expect(*pod.SecurityContext.RunAsUser).NotTo(BeZero())
-		Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
-		for _, c := range pod.Containers {
-			Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
-			Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
-			Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		Expect(runtimeconv.DefaultUnstructuredConverter.FromUnstructured(find(objs, "Deployment", install.Namespace, install.APIDeployment).Object, deployment)).To(Succeed())
+		Expect(deployment.Spec.Template.Spec.ServiceAccountName).To(Equal(install.APIServiceAccount))
+		Expect(deployment.Spec.Template.Spec.Volumes).To(ContainElement(And(HaveField("Name", "tls"), HaveField("Secret.SecretName", install.APISecret))))
+		Expect(c.VolumeMounts).To(ContainElement(And(HaveField("Name", "tls"), HaveField("MountPath", "/var/run/cf-hnc/api-tls"))))
+		Expect(c.Args).To(ContainElements("--tls-cert-file=/var/run/cf-hnc/api-tls/tls.crt", "--tls-key-file=/var/run/cf-hnc/api-tls/tls.key"))
+		Expect(c.ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS))
+
+		By("sending the Service's HTTPS port to the API's pods")
+		service := &corev1.Service{}
+		Expect(runtimeconv.DefaultUnstructuredConverter.FromUnstructured(find(objs, "Service", install.Namespace, "cf-hnc-api").Object, service)).To(Succeed())
+		Expect(deployment.Spec.Template.Labels).To(Equal(service.Spec.Selector))
+		Expect(c.Ports).To(ContainElement(And(HaveField("Name", service.Spec.Ports[0].TargetPort.StrVal),
+			HaveField("ContainerPort", BeEquivalentTo(mustAtoi(containerPort))))))
+	})
+
+	It("gives the CF API's ServiceAccount only reads", func() {
+		objs := build("")
+		binding := find(objs, "ClusterRoleBinding", "", "cf-hnc:api")
+		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
+		Expect(subjects).To(ConsistOf(And(HaveKeyWithValue("kind", "ServiceAccount"),
+			HaveKeyWithValue("name", install.APIServiceAccount), HaveKeyWithValue("namespace", install.Namespace))))
+		roleName, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
+		rules, _, _ := unstructured.NestedSlice(find(objs, "ClusterRole", "", roleName).Object, "rules")
+		Expect(rules).NotTo(BeEmpty())
+		for _, rule := range rules {
+			Expect(rule).To(HaveKeyWithValue("verbs", HaveEach(BeElementOf("get", "list", "watch"))))
+			Expect(rule).To(HaveKeyWithValue("resources", HaveEach(BeElementOf("cforgs", "cfspaces", "rolebindings", "clusterstacks", "clusterstores"))))
 		}
 	})
 
@@ -260,7 +310,7 @@ var _ = Describe("the manager's args", func() {
 })
 
 var _ = Describe("what only an in-cluster manager needs", func() {
-	It("is its Deployment, disruption budget, Services, webhook configuration and certificate", func() {
+	It("is its Deployment, disruption budget, Services, webhook configuration and certificate, and the CF API's Deployment and Service", func() {
 		var inCluster, rest []string
 		for _, obj := range build("") {
 			name := obj.GetKind() + " " + obj.GetName()
@@ -271,7 +321,7 @@ var _ = Describe("what only an in-cluster manager needs", func() {
 			}
 		}
 		Expect(inCluster).To(ConsistOf("Deployment cf-hnc-manager", "PodDisruptionBudget cf-hnc-manager",
-			"Service cf-hnc-webhook-service", "Service cf-hnc-metrics-service",
+			"Service cf-hnc-webhook-service", "Service cf-hnc-metrics-service", "Deployment cf-hnc-api", "Service cf-hnc-api",
 			"ValidatingWebhookConfiguration "+install.ValidatingWebhookConfiguration,
 			"MutatingWebhookConfiguration "+install.MutatingWebhookConfiguration, "Secret "+install.WebhookSecret))
 		Expect(rest).To(ContainElements("ServiceAccount cf-hnc-manager", "ClusterRoleBinding cf-hnc-manager-rolebinding",

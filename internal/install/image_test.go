@@ -22,7 +22,7 @@ import (
 
 // `make image` runs bin/cf-hnc-image (hack/tools/ko) as this spec does.
 var _ = Describe("The manager's image (make image)", func() {
-	It("runs the manager as a non-root user that the image knows, with CA certificates", func(ctx SpecContext) {
+	It("runs the manager as a non-root user that the image knows, with CA certificates, and carries the CF API", func(ctx SpecContext) {
 		project := filepath.Dir(configDir())
 		builder := filepath.Join(project, "bin", "cf-hnc-image")
 		Expect(builder).To(BeAnExistingFile(), "run `make tools`: it builds %s", builder)
@@ -59,6 +59,10 @@ var _ = Describe("The manager's image (make image)", func() {
 		entrypoint := strings.TrimPrefix(config.Config.Entrypoint[0], "/")
 		Expect(slices.Collect(maps.Keys(files))).To(ContainElement(entrypoint), "an executable entrypoint")
 		Expect(bytes.Contains(files[entrypoint], []byte("cert-rotation"))).To(BeTrue(), "the entrypoint is cf-hnc's manager")
+
+		By("carrying the CF API at /ko-app/cf-api, which config/cf-api runs from this image")
+		Expect(files).To(HaveKey("ko-app/cf-api"), "an executable /ko-app/cf-api")
+		Expect(bytes.Contains(files["ko-app/cf-api"], []byte("cf_on_k8s"))).To(BeTrue(), "it is cf-hnc's CF API")
 		Expect(config.OS + "/" + config.Architecture).To(Equal("linux/" + goarch()))
 	}, SpecTimeout(15*time.Minute))
 })

@@ -2,8 +2,9 @@
 // builds: etcd and kube-apiserver (through envtest), kube-controller-manager (namespace
 // deletion, garbage collection, default ServiceAccounts), the HNC manager with its webhooks,
 // the kpack controller with an in-memory OCI registry, a real node (containerd, runc, the
-// kubelet and kube-scheduler) on which kpack's build pods run, and the cf-hnc manager. `make
-// run`, the integration tests, the e2e suite and the benchmarks all start it from here.
+// kubelet and kube-scheduler) on which kpack's build pods run, the cf-hnc manager and the CF
+// API. `make run`, the integration tests, the e2e suite and the benchmarks all start it from
+// here.
 //
 // Every server listens on 127.0.0.1; pods that do not share the host's network listen in
 // network namespaces of the node's own (podnetwork.go). Each process writes its own log file
@@ -64,6 +65,10 @@ type Options struct {
 	// as its ServiceAccount (install.go). Empty: none, for tests that run reconcilers in their
 	// own process.
 	Manager string
+	// CFAPI runs the cf-api binary at this path as config/cf-api deploys it (cfapi.go), on
+	// CFAPIAddress or, if that is empty, a free loopback port. It requires Manager, with which
+	// config/default is applied.
+	CFAPI, CFAPIAddress string
 }
 
 // ControlPlane is a running local control plane.
@@ -92,6 +97,7 @@ type ControlPlane struct {
 	kpack            *Kpack
 	node             *node
 	kubeletClient    kubeletClient
+	cfAPIURL         string
 }
 
 // Start starts the components in dependency order and waits until each is ready. On error it
@@ -126,6 +132,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.Manager != "", cp.Deploy},
 		{opts.Manager != "", cp.StartManager},
 		{opts.DefaultBuilder && opts.Manager != "", cp.waitForDefaultClusterBuilder},
+		{opts.CFAPI != "" && opts.Manager != "", func(ctx context.Context) error { return cp.StartCFAPI(ctx, opts.CFAPI, opts.CFAPIAddress) }},
 	}
 	for _, step := range steps {
 		if step.enabled {

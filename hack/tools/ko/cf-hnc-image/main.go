@@ -30,9 +30,13 @@ import (
 	"code.cloudfoundry.org/cf-hnc/hack/tools/ko/internal/destination"
 )
 
-// importPath is the manager's main package. It runs as baseimage.NonRoot; config/manager's
-// Deployment says the same.
+// importPath is the manager's main package, the image's entrypoint. It runs as
+// baseimage.NonRoot; config/manager's Deployment says the same.
 const importPath = "ko://code.cloudfoundry.org/cf-hnc"
+
+// apiImportPath is the CF API's main package, which the image carries beside the manager at
+// /ko-app/cf-api: config/cf-api's Deployment runs it from the manager's image.
+const apiImportPath = "ko://code.cloudfoundry.org/cf-hnc/cmd/cf-api"
 
 func main() {
 	var (
@@ -57,8 +61,16 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("building the manager (%s) for %s", importPath, *platforms)
-	result, err := builder.Build(ctx, importPath)
+	log.Printf("building the manager (%s) and the CF API (%s) for %s", importPath, apiImportPath, *platforms)
+	manager, err := builder.Build(ctx, importPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	api, err := builder.Build(ctx, apiImportPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	result, err := baseimage.WithCommandOf(manager, api)
 	if err != nil {
 		log.Fatal(err)
 	}

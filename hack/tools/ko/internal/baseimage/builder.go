@@ -2,14 +2,18 @@ package baseimage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/ko/pkg/build"
 )
 
@@ -62,5 +66,79 @@ func ImageWithLink(ctx context.Context, builder build.Interface, importPath stri
 	return mutate.Append(img, mutate.Addendum{
 		Layer:   layer,
 		History: v1.History{Created: v1.Time{Time: created}, CreatedBy: link.CreatedBy, Comment: link.Comment},
+	})
+}
+
+// WithCommandOf adds to the image of each platform in into the last layer of other's image for
+// that platform: the one where ko puts other's command (/ko-app/<command>). One image then
+// carries both commands, and runs into's.
+func WithCommandOf(into, other build.Result) (build.Result, error) {
+	switch into := into.(type) {
+	case v1.Image:
+		img, ok := other.(v1.Image)
+		if !ok {
+			return nil, fmt.Errorf("ko built %T and %T for the same platforms", into, other)
+		}
+		return withLastLayerOf(into, img)
+	case v1.ImageIndex:
+		others, ok := other.(v1.ImageIndex)
+		if !ok {
+			return nil, fmt.Errorf("ko built %T and %T for the same platforms", into, other)
+		}
+		return indexWithCommandOf(into, others)
+	default:
+		return nil, fmt.Errorf("ko built %T, neither an image nor an index", into)
+	}
+}
+
+func indexWithCommandOf(into, other v1.ImageIndex) (v1.ImageIndex, error) {
+	manifest, err := into.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	others, err := other.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var adds []mutate.IndexAddendum
+	for _, desc := range manifest.Manifests {
+		i := slices.IndexFunc(others.Manifests, func(o v1.Descriptor) bool {
+			return o.Platform != nil && desc.Platform != nil && o.Platform.Equals(*desc.Platform)
+		})
+		if i < 0 {
+			return nil, fmt.Errorf("no image for platform %v to add", desc.Platform)
+		}
+		img, err := into.Image(desc.Digest)
+		if err != nil {
+			return nil, err
+		}
+		add, err := other.Image(others.Manifests[i].Digest)
+		if err != nil {
+			return nil, err
+		}
+		combined, err := withLastLayerOf(img, add)
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: combined, Descriptor: v1.Descriptor{Platform: desc.Platform}})
+	}
+	return mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.OCIImageIndex), nil
+}
+
+func withLastLayerOf(into, other v1.Image) (v1.Image, error) {
+	layers, err := other.Layers()
+	if err != nil {
+		return nil, err
+	}
+	if len(layers) == 0 {
+		return nil, errors.New("ko built an image without layers")
+	}
+	config, err := into.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(into, mutate.Addendum{
+		Layer:   layers[len(layers)-1],
+		History: v1.History{Created: config.Created, CreatedBy: "ko", Comment: "a second command, beside the entrypoint's"},
 	})
 }
