@@ -10,8 +10,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -40,8 +42,9 @@ var _ = Describe("Faults", Label("faults"), func() {
 		}
 	}
 
-	It("makes every space of a burst, and lets each build, after HNC was down in the middle of it", func(ctx SpecContext) {
+	It("makes every space of a burst, and lets each build, after HNC was down in the middle of it; pods and CF apps are written in a space meanwhile", func(ctx SpecContext) {
 		const spaces = 200
+		existing := createSpace(ctx, createOrg(ctx, "hnc-down-"+string(uuid.NewUUID())[:8]), "dev")
 		org := createOrg(ctx, "burst-"+string(uuid.NewUUID())[:8])
 		placeOrgRegistry(ctx, org)
 		for i := range spaces {
@@ -60,11 +63,19 @@ var _ = Describe("Faults", Label("faults"), func() {
 		Expect(renewed.Spec.HolderIdentity).To(Equal(lease.Spec.HolderIdentity))
 		Expect(renewed.Spec.RenewTime.After(lease.Spec.RenewTime.Add(10*time.Second))).To(BeTrue(),
 			"the manager renewed its lease while HNC was down: last renewed %s, before %s", renewed.Spec.RenewTime, lease.Spec.RenewTime)
+		By("an instance's pod and a developer's app written in a space meanwhile, since config/hnc calls HNC's object webhook only for the kinds HNC propagates; a Secret waits for HNC, which fails closed for those")
+		Expect(k8s.Create(ctx, neverScheduledPod(existing))).To(Succeed())
+		Expect(k8s.Create(ctx, newApp(existing, defaultLifecycle))).To(Succeed())
+		secret := func() *corev1.Secret {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: existing, Name: "written-while-hnc-is-down"}}
+		}
+		Expect(k8s.Create(ctx, secret())).To(MatchError(ContainSubstring(`failed calling webhook "objects.hnc.x-k8s.io"`)))
 		By("an operator changing the default Builder's push credentials meanwhile: the builder namespace is outside HNC's tree, and its writes must not wait for HNC either")
 		credentials := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: controlplane.BuilderNamespace, Name: "cf-builder-registry"}, credentials)).To(Succeed())
 		update(ctx, credentials, func() { metav1.SetMetaDataAnnotation(&credentials.ObjectMeta, "cf-hnc.test/rotated", org) })
 		Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
+		Eventually(func() error { return k8s.Create(ctx, secret()) }).Should(Succeed())
 
 		Eventually(func(g Gomega) {
 			list := &cfv1alpha1.CFSpaceList{}
@@ -78,35 +89,6 @@ var _ = Describe("Faults", Label("faults"), func() {
 		namespaces := &corev1.NamespaceList{}
 		Expect(k8s.List(ctx, namespaces, client.MatchingLabels{cfv1alpha1.OrgGUIDLabel: org}, client.HasLabels{cfv1alpha1.SpaceGUIDLabel})).To(Succeed())
 		Expect(namespaces.Items).To(HaveLen(spaces), "one namespace per space, none twice")
-	})
-
-	It("starts app instances and takes CF objects in a space while HNC is down; only what HNC propagates waits for it", func(ctx SpecContext) {
-		org, space := buildingSpace(ctx, "hnc-down")
-		app := deployedAppOf(ctx, org, space, staticSource)
-		DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, app)).To(Succeed()) }) // nothing left running on the node
-		web := webProcess(ctx, app)
-		update(ctx, app, func() { app.Spec.DesiredState = cfv1alpha1.StartedState })
-		Eventually(func() int { return readyInstances(ctx, web) }, starting).Should(Equal(1))
-
-		Expect(cp.StopComponent("hnc-manager")).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			if cp.Healthy() != nil {
-				Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
-			}
-		})
-		By("scaling the app: the StatefulSet controller makes the pod and the kubelet its events, which config/hnc keeps HNC's object webhook out of")
-		update(ctx, web, func() { web.Spec.Instances = 2 })
-		Eventually(func() int { return readyInstances(ctx, web) }, starting).Should(Equal(2))
-		By("a developer creating another app in the space")
-		Expect(k8s.Create(ctx, newApp(space, defaultLifecycle))).To(Succeed())
-		By("a Secret in the space waiting for HNC, whose webhook keeps tenants from changing the copies of what it propagates, and fails closed")
-		secret := func() *corev1.Secret {
-			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "written-while-hnc-is-down"}}
-		}
-		Expect(k8s.Create(ctx, secret())).To(MatchError(ContainSubstring(`failed calling webhook "objects.hnc.x-k8s.io"`)))
-
-		Expect(cp.StartComponent(ctx, "hnc-manager")).To(Succeed())
-		Eventually(func() error { return k8s.Create(ctx, secret()) }).Should(Succeed())
 	})
 
 	It("finishes a build, with one droplet, when kpack and the apiserver restart in the middle of it", func(ctx SpecContext) {
@@ -284,4 +266,26 @@ func buildingSpace(ctx SpecContext, prefix string) (org, space string) {
 	placeOrgRegistry(ctx, org)
 	Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
 	return org, space
+}
+
+// neverScheduledPod is a pod as an app instance's is admitted in a space (the restricted Pod
+// Security Standard, bounded resources), held back from the scheduler by a gate nobody lifts.
+func neverScheduledPod(space string) *corev1.Pod {
+	bounded := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("16Mi")}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "instance-" + string(uuid.NewUUID())[:8]},
+		Spec: corev1.PodSpec{
+			SchedulingGates:              []corev1.PodSchedulingGate{{Name: "cf-hnc.test/never-scheduled"}},
+			AutomountServiceAccountToken: ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "registry.invalid/never-pulled",
+				Resources: corev1.ResourceRequirements{Requests: bounded, Limits: bounded},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
 }
