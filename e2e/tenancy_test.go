@@ -26,6 +26,7 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/dockerconfig"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
+	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
@@ -131,9 +132,8 @@ var _ = Describe("A space developer", Ordered, func() {
 		app := newApp(spaceA, defaultLifecycle)
 		Expect(dev.Create(ctx, app)).To(Succeed())
 		web := webProcess(ctx, app)
-		Expect(dev.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-		web.Spec.Instances = 2
-		Expect(dev.Update(ctx, web)).To(Succeed(), "scaling is the space developer's")
+		By("scaling, which is the space developer's, while the process reconciler writes the new process's status")
+		testenv.Update(ctx, dev, web, func() { web.Spec.Instances = 2 })
 
 		workload := func(name string) (*appsv1.StatefulSet, *corev1.Pod) {
 			labels := map[string]string{"app": name}
