@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"code.cloudfoundry.org/cf-hnc/bench/internal/latency"
 )
 
 // creates are the durations of create calls in the measured space.
@@ -112,11 +113,5 @@ func latencies(samples []time.Duration) string {
 	if len(samples) == 0 {
 		return "–"
 	}
-	sorted := slices.Clone(samples)
-	slices.Sort(sorted)
-	at := func(p float64) float64 {
-		i := int(p*float64(len(sorted))+0.999999) - 1
-		return sorted[max(0, min(i, len(sorted)-1))].Seconds()
-	}
-	return fmt.Sprintf("%.4f / %.4f / %.4f (n=%d)", at(0.50), at(0.95), at(0.99), len(sorted))
+	return fmt.Sprintf("%s (n=%d)", latency.Percentiles(samples, 4), len(samples))
 }

@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
+
+	"code.cloudfoundry.org/cf-hnc/bench/internal/latency"
 )
 
 // results are the figures of one run.
@@ -61,15 +62,4 @@ func (m memory) String() string {
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
 // percentiles is "p50 / p95 / p99" in seconds, nearest rank.
-func percentiles(samples []time.Duration) string {
-	if len(samples) == 0 {
-		return "–"
-	}
-	sorted := slices.Clone(samples)
-	slices.Sort(sorted)
-	at := func(p float64) float64 {
-		i := int(p*float64(len(sorted))+0.999999) - 1
-		return sorted[max(0, min(i, len(sorted)-1))].Seconds()
-	}
-	return fmt.Sprintf("%.3f / %.3f / %.3f", at(0.50), at(0.95), at(0.99))
-}
+func percentiles(samples []time.Duration) string { return latency.Percentiles(samples, 3) }
