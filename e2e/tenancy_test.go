@@ -269,9 +269,9 @@ var _ = Describe("An org manager", Ordered, func() {
 	})
 })
 
-// What every authenticated user may read of the tree (cf-hnc:space-finder), and what a CF role
-// adds: kubectl cf finds a space from its namespace, that namespace's org label, the CFOrg and
-// the CFSpace.
+// What a user without a CF role may read of the tree (nothing), and what a CF role adds: kubectl
+// cf finds a space from its namespace, that namespace's org label, the org's namespace (for the
+// org's name) and the CFSpace.
 var _ = Describe("Finding orgs and spaces", func() {
 	var org, space string
 
@@ -280,9 +280,9 @@ var _ = Describe("Finding orgs and spaces", func() {
 		space = createSpace(ctx, org, "dev")
 	})
 
-	It("lets a user without a CF role get an org by its GUID, and nothing else of the tree or the cluster", func(ctx SpecContext) {
+	It("lets a user without a CF role read nothing of the tree or the cluster, not even an org by its GUID", func(ctx SpecContext) {
 		stranger := actingAs("stranger-" + string(uuid.NewUUID())[:8])
-		Expect(stranger.Get(ctx, client.ObjectKey{Namespace: root, Name: org}, &cfv1alpha1.CFOrg{})).To(Succeed(), "the CFOrg, by its GUID only")
+		Expect(stranger.Get(ctx, client.ObjectKey{Namespace: root, Name: org}, &cfv1alpha1.CFOrg{})).To(BeForbidden())
 		Expect(stranger.List(ctx, &cfv1alpha1.CFOrgList{}, client.InNamespace(root))).To(BeForbidden())
 		Expect(stranger.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, &cfv1alpha1.CFSpace{})).To(BeForbidden())
 		for _, ns := range []string{root, org, space, "default", "kube-system"} {

@@ -25,7 +25,8 @@ const FieldOwner = client.FieldOwner("cf-hnc-install")
 // envtest created, an earlier `kubectl apply`). Namespaces come first (a namespace still being
 // deleted is waited for), then CRDs, which it waits to be established so that objects of their
 // kinds can follow, then everything else in the built order, and webhook configurations last:
-// they fail closed, and go in only once what they protect is in place.
+// they fail closed, and go in only once what they protect is in place. Last it deletes what
+// earlier releases installed that grants access this one no longer gives (retired).
 func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
 	ordered := slices.Clone(objs)
 	slices.SortStableFunc(ordered, func(a, b *unstructured.Unstructured) int { return applyRank(a) - applyRank(b) })
@@ -46,7 +47,7 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 			return fmt.Errorf("applying %s: %w", describe(obj), err)
 		}
 	}
-	return nil
+	return deleteRetired(ctx, c)
 }
 
 const crdRank = 1

@@ -84,6 +84,25 @@ var _ = Describe("Installing, upgrading and uninstalling cf-hnc", Ordered, func(
 		testenv.CreateSpace(ctx, k8s, org, "staging")
 	})
 
+	It("takes back, in an upgrade, what an earlier release granted and this one does not", func(ctx SpecContext) {
+		finder := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cf-hnc:space-finder"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{cfv1alpha1.GroupVersion.Group}, Resources: []string{"cforgs"}, Verbs: []string{"get"},
+		}}}
+		everyone := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "cf-hnc:space-finder"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: finder.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}},
+		}
+		Expect(k8s.Create(ctx, finder)).To(Succeed(), "as the releases before the CF API installed it")
+		Expect(k8s.Create(ctx, everyone)).To(Succeed())
+
+		Expect(install.Apply(ctx, k8s, objs)).To(Succeed())
+		Expect(gone(ctx, everyone)()).To(BeTrue(), "every authenticated user could get any CFOrg")
+		Expect(gone(ctx, finder)()).To(BeTrue())
+		Expect(install.Apply(ctx, k8s, objs)).To(Succeed(), "and again, with nothing left to take back")
+		Expect(cp.Deploy(ctx)).To(Succeed(), "back to the local webhook URL")
+	})
+
 	It("uninstalls the manager and keeps orgs, spaces and propagated credentials", func(ctx SpecContext) {
 		Expect(install.Uninstall(ctx, k8s, objs, install.UninstallOptions{Timeout: 2 * time.Minute})).To(Succeed())
 		cp.StopManager() // its pods are gone with the Deployment

@@ -21,9 +21,9 @@ func checkBuildReady(t target) error {
 		return fmt.Errorf("%s cannot build: its namespace needs an operator: %s", t, describe(ready))
 	}
 	if buildReady == nil {
-		return fmt.Errorf("%s cannot build: cf-hnc has not reported whether it can yet; %s", t, buildReadyRemedy("", t.org.Spec.DisplayName))
+		return fmt.Errorf("%s cannot build: cf-hnc has not reported whether it can yet; %s", t, buildReadyRemedy("", t.orgName))
 	}
-	return fmt.Errorf("%s cannot build: BuildReady is %s; %s", t, describe(buildReady), buildReadyRemedy(buildReady.Reason, t.org.Spec.DisplayName))
+	return fmt.Errorf("%s cannot build: BuildReady is %s; %s", t, describe(buildReady), buildReadyRemedy(buildReady.Reason, t.orgName))
 }
 
 // buildReadyRemedy says what ends a BuildReady reason: nearly always an operator's step, since

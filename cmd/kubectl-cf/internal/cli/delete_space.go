@@ -27,7 +27,7 @@ func newDeleteSpaceCommand(s *session) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t := target{org: org, space: space}
+			t := target{orgName: org.Spec.DisplayName, space: space}
 			in, err := contentsOf(cmd.Context(), c, space.Name)
 			if err != nil {
 				return err

@@ -85,7 +85,7 @@ func appsOfOrg(ctx context.Context, s *session, c client.Client, org *cfv1alpha1
 				c:      c,
 				out:    out,
 				flags:  &targetFlags{org: org.Spec.DisplayName, space: space.Spec.DisplayName},
-				target: target{org: org, space: space},
+				target: target{orgName: org.Spec.DisplayName, space: space},
 				app:    &apps.Items[j],
 			})
 		}

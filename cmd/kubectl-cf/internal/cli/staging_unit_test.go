@@ -145,7 +145,7 @@ var _ = Describe("listing apps and builds", func() {
 })
 
 var _ = Describe("a space that cannot build", func() {
-	t := target{org: &cfv1alpha1.CFOrg{Spec: cfv1alpha1.CFOrgSpec{DisplayName: "acme"}},
+	t := target{orgName: "acme",
 		space: &cfv1alpha1.CFSpace{Spec: cfv1alpha1.CFSpaceSpec{DisplayName: "dev"}}}
 	setRegistry := "kubectl cf set-registry acme --server HOST --username USER --password-stdin --droplet-repository PREFIX"
 

@@ -13,14 +13,14 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// target is the space an app command works in, with its org.
+// target is the space an app command works in, with its org's name.
 type target struct {
-	org   *cfv1alpha1.CFOrg
-	space *cfv1alpha1.CFSpace
+	orgName string
+	space   *cfv1alpha1.CFSpace
 }
 
 func (t target) String() string {
-	return fmt.Sprintf("space %q of org %q", t.space.Spec.DisplayName, t.org.Spec.DisplayName)
+	return fmt.Sprintf("space %q of org %q", t.space.Spec.DisplayName, t.orgName)
 }
 
 // targetFlags name the space of an app command: --org and --space, as `cf target -o ORG -s
@@ -61,7 +61,7 @@ func (f *targetFlags) resolve(ctx context.Context, s *session, c client.Client) 
 		if err != nil {
 			return target{}, err
 		}
-		return target{org: org, space: space}, nil
+		return target{orgName: org.Spec.DisplayName, space: space}, nil
 	}
 	namespace, explicit, err := s.namespace()
 	if err != nil {
@@ -86,9 +86,10 @@ func (f *targetFlags) check() error {
 }
 
 // spaceOfNamespace finds the space whose namespace is namespace, from the labels cf-hnc puts on
-// space namespaces. The CF roles let their members read these: a space role the space's
-// namespace, an org role (which every member of a space holds, as in Cloud Foundry) the CFSpace
-// in the org's namespace; any user may read a CFOrg by its GUID.
+// space namespaces, and its org's name from the org's namespace. The CF roles let their members
+// read these: a space role the space's namespace, an org role (which every member of a space
+// holds, as in Cloud Foundry) the org's namespace and the CFSpace in it. The CFOrg itself, in the
+// root namespace, is never read: no CF role may be bound there.
 func (s *session) spaceOfNamespace(ctx context.Context, c client.Client, namespace string) (target, error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
@@ -101,16 +102,17 @@ func (s *session) spaceOfNamespace(ctx context.Context, c client.Client, namespa
 	if spaceGUID != namespace || orgGUID == "" {
 		return target{}, fmt.Errorf("namespace %q is not a space's: name the space with --org ORG --space SPACE", namespace)
 	}
-	t := target{org: &cfv1alpha1.CFOrg{}, space: &cfv1alpha1.CFSpace{}}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: s.root, Name: orgGUID}, t.org); err != nil {
-		return target{}, fmt.Errorf("the org of namespace %q: %w", namespace, err)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: orgGUID, Name: spaceGUID}, t.space); err != nil {
+	space := &cfv1alpha1.CFSpace{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: orgGUID, Name: spaceGUID}, space); err != nil {
 		if apierrors.IsForbidden(err) {
 			return target{}, fmt.Errorf("the space of namespace %q: reading it takes a role in its org, which every member of a space "+
 				"holds in Cloud Foundry: ask an org manager to bind cf-org-user to you in namespace %s: %w", namespace, orgGUID, err)
 		}
 		return target{}, fmt.Errorf("the space of namespace %q: %w", namespace, err)
 	}
-	return t, nil
+	orgNamespace := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: orgGUID}, orgNamespace); err != nil {
+		return target{}, fmt.Errorf("the org of namespace %q: %w", namespace, err)
+	}
+	return target{orgName: orgNamespace.Annotations[cfv1alpha1.OrgNameAnnotation], space: space}, nil
 }
