@@ -61,10 +61,7 @@ func (cp *ControlPlane) startAPIServer(context.Context) error {
 	// Certificates in a directory of this run, not a random one that envtest replaces on a
 	// restart: clients keep trusting the apiserver across RestartAPIServer.
 	certDir := filepath.Join(cp.paths.workDir, "apiserver")
-	if err := os.RemoveAll(certDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
+	if err := emptyDir(certDir); err != nil {
 		return err
 	}
 	cp.env.ControlPlane.APIServer = &envtest.APIServer{Out: apiserverLog, Err: apiserverLog, CertDir: certDir}

@@ -84,8 +84,10 @@ type ControlPlane struct {
 	// Kubeconfig is the path of the administrator's kubeconfig file.
 	Kubeconfig string
 
-	webhooks   *envtest.WebhookInstallOptions
-	components []*component
+	webhooks *envtest.WebhookInstallOptions
+	// hncWebhooks holds the serving certificates of HNC's webhooks, in a temporary directory.
+	hncWebhooks *envtest.WebhookInstallOptions
+	components  []*component
 	// readiness checks a restarted component (StartComponent) by name.
 	readiness        map[string]func(context.Context) error
 	deployed         *deployment
@@ -161,8 +163,10 @@ func (cp *ControlPlane) Stop() {
 		cp.components[i].stop(10 * time.Second)
 	}
 	cp.components = nil
-	if cp.webhooks != nil {
-		_ = cp.webhooks.Cleanup()
+	for _, webhooks := range []*envtest.WebhookInstallOptions{cp.webhooks, cp.hncWebhooks} {
+		if webhooks != nil {
+			_ = webhooks.Cleanup()
+		}
 	}
 	if cp.env != nil {
 		if err := cp.env.Stop(); err != nil {

@@ -40,6 +40,7 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cp.hncWebhooks = webhooks
 	if err := cp.paths.patchHNCWebhooks(webhooks); err != nil {
 		return err
 	}

@@ -90,6 +90,12 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// kpack writes a temporary file for each layer of each builder image it makes and never
+	// removes them: keep them in the work directory, emptied at every start.
+	tmp := filepath.Join(cp.paths.workDir, "kpack-tmp")
+	if err := emptyDir(tmp); err != nil {
+		return err
+	}
 	controller, err := startComponent("kpack-controller", cp.paths.logDir(), binary,
 		[]string{"--kubeconfig=" + kubeconfig},
 		[]string{
@@ -103,6 +109,7 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 			"PROFILING_PORT=" + strconv.Itoa(port(profiling)),
 			"METRICS_PROMETHEUS_HOST=127.0.0.1",
 			"METRICS_PROMETHEUS_PORT=" + strconv.Itoa(port(metrics)),
+			"TMPDIR=" + tmp,
 		})
 	if err != nil {
 		return err

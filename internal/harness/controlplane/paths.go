@@ -159,3 +159,11 @@ func childrenRunning(binary string) []int {
 	}
 	return pids
 }
+
+// emptyDir makes dir an empty directory that only its owner may read.
+func emptyDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o700)
+}
