@@ -34,8 +34,9 @@ func (s *server) restartApp(w http.ResponseWriter, r *http.Request) error {
 // that run its current droplet already: cf restart and cf restage stop the app and start it
 // again, and cf-hnc may see only the start, with the instances still running. They are marked
 // before the app is started, so that cf-hnc does not start them twice. Instances still to be
-// moved to the current droplet are replaced by that move. Starting a started app changes
-// nothing, as in CF.
+// moved to the current droplet are replaced by that move. Either way processStats reports the
+// instances made before the start as starting, from what this request wrote, however late
+// cf-hnc's status is. Starting a started app changes nothing, as in CF.
 func (s *server) changeState(w http.ResponseWriter, r *http.Request, state cfv1alpha1.DesiredState, restart bool) error {
 	session := sessionOf(r)
 	app, err := s.findApp(r.Context(), session, r.PathValue("guid"))
@@ -62,7 +63,7 @@ func (s *server) changeState(w http.ResponseWriter, r *http.Request, state cfv1a
 }
 
 // restartProcesses asks cf-hnc to replace, one at a time, the instances of the app's processes
-// that run its current droplet, by annotating them with the time of the restart. A process that
+// that run its current droplet, by annotating them with the time of the start. A process that
 // cf-hnc has stopped starts its instances from the annotated template: nothing is replaced.
 func restartProcesses(ctx context.Context, session *auth.Session, app *cfv1alpha1.CFApp) error {
 	processes, err := processesOf(ctx, session, app)
@@ -76,7 +77,7 @@ func restartProcesses(ctx context.Context, session *auth.Session, app *cfv1alpha
 			continue
 		}
 		patch := client.MergeFrom(p.DeepCopy())
-		metav1.SetMetaDataAnnotation(&p.ObjectMeta, cfv1alpha1.RestartedAtAnnotation, at)
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, cfv1alpha1.AppStartedAtAnnotation, at)
 		if err := session.Client.Patch(ctx, p, patch); err != nil {
 			return cferror.FromKubernetes(err, processResource)
 		}

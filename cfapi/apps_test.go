@@ -119,6 +119,13 @@ func webProcess(ctx context.Context, space, appGUID string) *cfv1alpha1.CFProces
 // returns its GUID, which is its droplet's.
 func stagedDroplet(ctx context.Context, space, appGUID string) string {
 	GinkgoHelper()
+	return stagedDropletOn(ctx, space, appGUID, "io.buildpacks.stacks.jammy", "")
+}
+
+// stagedDropletOn is stagedDroplet of a droplet that kpack built with the stack id and the run
+// image given.
+func stagedDropletOn(ctx context.Context, space, appGUID, stackID, runImage string) string {
+	GinkgoHelper()
 	build := &cfv1alpha1.CFBuild{
 		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
 		Spec: cfv1alpha1.CFBuildSpec{
@@ -131,7 +138,8 @@ func stagedDroplet(ctx context.Context, space, appGUID string) string {
 	finishBuild(ctx, space, build.Name, metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue,
 		Reason: cfv1alpha1.BuildSucceededReason}, &cfv1alpha1.BuildDropletStatus{
 		Registry:     cfv1alpha1.Registry{Image: "registry.example/droplets/" + appGUID + "@sha256:" + strings.Repeat("d", 64)},
-		Stack:        "io.buildpacks.stacks.jammy",
+		Stack:        stackID,
+		RunImage:     runImage,
 		ProcessTypes: []cfv1alpha1.ProcessType{{Type: cfv1alpha1.WebProcessType, Command: "./app"}},
 	})
 	return build.Name
@@ -318,31 +326,31 @@ var _ = Describe("starting, stopping and restaging an app through the CF API", f
 		_, space, developer := developedSpace(ctx, "app-restarter", "apps")
 		guid := pushed(ctx, developer, space, "applications:\n- name: restarted\n")
 		droplet := stagedDroplet(ctx, space, guid)
-		Expect(developer.patch(ctx, "/v3/apps/"+guid+"/relationships/current_droplet", map[string]any{"data": map[string]any{"guid": droplet}}).status).To(Equal(http.StatusOK))
+		setDroplet(ctx, developer, guid, droplet)
 		Expect(developer.post(ctx, "/v3/apps/"+guid+"/actions/start", nil).status).To(Equal(http.StatusOK))
 		web := webProcess(ctx, space, guid)
 		Eventually(func() string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
 			return web.Status.Droplet
 		}).Should(Equal(droplet), "cf-hnc gives the instances the current droplet")
-		restarted := web.Annotations[cfv1alpha1.RestartedAtAnnotation]
+		started := web.Annotations[cfv1alpha1.AppStartedAtAnnotation]
 
 		Expect(developer.post(ctx, "/v3/apps/"+guid+"/actions/restart", nil).status).To(Equal(http.StatusOK))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-		Expect(web.Annotations).To(HaveKeyWithValue(cfv1alpha1.RestartedAtAnnotation, Not(Equal(restarted))))
-		restarted = web.Annotations[cfv1alpha1.RestartedAtAnnotation]
+		Expect(web.Annotations).To(HaveKeyWithValue(cfv1alpha1.AppStartedAtAnnotation, Not(Equal(started))))
+		started = web.Annotations[cfv1alpha1.AppStartedAtAnnotation]
 
 		// cf restart: stop, then start at once, which cf-hnc may see as one unchanged state.
 		Expect(developer.post(ctx, "/v3/apps/"+guid+"/actions/stop", nil).status).To(Equal(http.StatusOK))
 		Expect(developer.post(ctx, "/v3/apps/"+guid+"/actions/start", nil).status).To(Equal(http.StatusOK))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-		Expect(web.Annotations).To(HaveKeyWithValue(cfv1alpha1.RestartedAtAnnotation, Not(Equal(restarted))))
+		Expect(web.Annotations).To(HaveKeyWithValue(cfv1alpha1.AppStartedAtAnnotation, Not(Equal(started))))
 
 		// cf start of a started app changes nothing.
-		restarted = web.Annotations[cfv1alpha1.RestartedAtAnnotation]
+		started = web.Annotations[cfv1alpha1.AppStartedAtAnnotation]
 		Expect(developer.post(ctx, "/v3/apps/"+guid+"/actions/start", nil).status).To(Equal(http.StatusOK))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
-		Expect(web.Annotations).To(HaveKeyWithValue(cfv1alpha1.RestartedAtAnnotation, restarted))
+		Expect(web.Annotations).To(HaveKeyWithValue(cfv1alpha1.AppStartedAtAnnotation, started))
 	})
 })
 
@@ -359,10 +367,11 @@ var _ = Describe("an app's processes and their instances through the CF API", fu
 			},
 		}
 		Expect(k8s.Create(ctx, p)).To(Succeed())
-		p.Status = cfv1alpha1.CFProcessStatus{DesiredInstances: 3, RunningInstances: 1, CrashedInstances: 1, Instances: []cfv1alpha1.InstanceStatus{
-			{Index: 1, State: cfv1alpha1.InstanceCrashed, Reason: "CrashLoopBackOff", Restarts: 4},
-			{Index: 0, State: cfv1alpha1.InstanceRunning},
-			{Index: 2, State: cfv1alpha1.InstanceStarting, Reason: "ContainerCreating"},
+		const droplet = "droplet-guid"
+		p.Status = cfv1alpha1.CFProcessStatus{Droplet: droplet, DesiredInstances: 3, RunningInstances: 1, CrashedInstances: 1, Instances: []cfv1alpha1.InstanceStatus{
+			{Index: 1, State: cfv1alpha1.InstanceCrashed, Reason: "CrashLoopBackOff", Restarts: 4, Droplet: droplet},
+			{Index: 0, State: cfv1alpha1.InstanceRunning, Droplet: droplet},
+			{Index: 2, State: cfv1alpha1.InstanceStarting, Reason: "ContainerCreating", Droplet: droplet},
 		}}
 		Expect(k8s.Status().Update(ctx, p)).To(Succeed())
 
@@ -396,6 +405,29 @@ var _ = Describe("an app's processes and their instances through the CF API", fu
 			To(ConsistOf(HaveField("GUID", p.Name)))
 	})
 
+	It("lists each instance of a process as DOWN while its app has no droplet or is stopped, as Cloud Controller does", func(ctx SpecContext) {
+		_, space, developer := developedSpace(ctx, "stats-reader", "stopped")
+		guid := pushed(ctx, developer, space, "applications:\n- name: idle\n  instances: 2\n")
+		web := webProcess(ctx, space, guid)
+		stats := func() []map[string]any {
+			return decode[listOf[map[string]any]](developer.get(ctx, "/v3/processes/"+web.Name+"/stats"), http.StatusOK).Resources
+		}
+		// An instance that runs nowhere, as Cloud Controller presents it: no host, quotas or usage,
+		// and routable null (cloud_controller_ng:app/presenters/v3/process_stats_presenter.rb).
+		down := func(index int) map[string]any {
+			return map[string]any{"type": "web", "index": float64(index), "state": "DOWN", "routable": nil, "uptime": float64(0),
+				"isolation_segment": nil, "details": nil}
+		}
+		Expect(stats()).To(Equal([]map[string]any{down(0), down(1)}), "no droplet: cf app shows web:0/2")
+
+		droplet := stagedDroplet(ctx, space, guid)
+		setDroplet(ctx, developer, guid, droplet)
+		Expect(stats()).To(Equal([]map[string]any{down(0), down(1)}), "stopped")
+
+		Expect(developer.post(ctx, "/v3/apps/"+guid+"/processes/web/actions/scale", map[string]any{"instances": 3}).status).To(Equal(http.StatusAccepted))
+		Expect(stats()).To(Equal([]map[string]any{down(0), down(1), down(2)}), "cf scale -i 3 of the stopped app")
+	})
+
 	It("answers every request of the cf CLI's app summary for a pushed app", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "summary-reader", "apps")
 		guid := pushed(ctx, developer, space, "applications:\n- name: summarized\n")
@@ -407,7 +439,7 @@ var _ = Describe("an app's processes and their instances through the CF API", fu
 		Expect(processes[0].Relationships["app"].Data.GUID).To(Equal(guid))
 		Expect(decode[listOf[process]](developer.get(ctx, "/v3/processes?app_guids="+guid), http.StatusOK).Resources).To(HaveLen(1))
 		Expect(decode[listOf[instance]](developer.get(ctx, "/v3/processes/"+web.Name+"/stats"), http.StatusOK).Resources).
-			To(BeEmpty(), "a stopped app has no instances")
+			To(ConsistOf(HaveField("State", "DOWN")), "a stopped app's instance is DOWN: cf app shows web:0/1")
 		for _, empty := range []string{
 			"/v3/processes/" + web.Name + "/sidecars",
 			"/v3/apps/" + guid + "/routes",

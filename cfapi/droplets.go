@@ -25,8 +25,7 @@ func (s *server) getDroplet(w http.ResponseWriter, r *http.Request) error {
 	if !presenter.Staged(build) {
 		return cferror.ResourceNotFound(dropletResource)
 	}
-	writeJSON(w, http.StatusOK, presenter.ForDroplet(build, s.baseURL(r)))
-	return nil
+	return s.writeDroplet(w, r, build)
 }
 
 // getAppCurrentDroplet is GET /v3/apps/:guid/droplets/current: the droplet the app runs, which
@@ -49,7 +48,16 @@ func (s *server) getAppCurrentDroplet(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, presenter.ForDroplet(build, s.baseURL(r)))
+	return s.writeDroplet(w, r, build)
+}
+
+// writeDroplet answers the droplet of a staged build.
+func (s *server) writeDroplet(w http.ResponseWriter, r *http.Request, build *cfv1alpha1.CFBuild) error {
+	stacks, err := s.clusterStacks(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, presenter.ForDroplet(build, stacks, s.baseURL(r)))
 	return nil
 }
 
@@ -89,11 +97,15 @@ func (s *server) writeDroplets(w http.ResponseWriter, r *http.Request, space str
 	if err := sessionOf(r).Client.List(r.Context(), builds, client.InNamespace(space)); err != nil {
 		return cferror.FromKubernetes(err, dropletResource)
 	}
+	stacks, err := s.clusterStacks(r.Context())
+	if err != nil {
+		return err
+	}
 	base := s.baseURL(r)
 	var presented []presenter.Droplet
 	for i := range builds.Items {
 		if build := &builds.Items[i]; stagedWanted && matches(build) && presenter.Staged(build) {
-			presented = append(presented, presenter.ForDroplet(build, base))
+			presented = append(presented, presenter.ForDroplet(build, stacks, base))
 		}
 	}
 	page, total := listing.Apply(presented, q)

@@ -1,6 +1,7 @@
 package cfapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -25,18 +26,28 @@ func (s *server) listStacks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	stacks := &kpackv1alpha2.ClusterStackList{}
-	if err := s.live.List(r.Context(), stacks); err != nil {
-		return ownReadFailed(err)
+	stacks, err := s.clusterStacks(r.Context())
+	if err != nil {
+		return err
 	}
 	base := s.baseURL(r)
-	presented := make([]presenter.Stack, len(stacks.Items))
-	for i := range stacks.Items {
-		presented[i] = presenter.ForStack(&stacks.Items[i], base)
+	presented := make([]presenter.Stack, len(stacks))
+	for i := range stacks {
+		presented[i] = presenter.ForStack(&stacks[i], base)
 	}
 	page, total := listing.Apply(presented, q)
 	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, base, r.URL.Path))
 	return nil
+}
+
+// clusterStacks are kpack's ClusterStacks, read with the API's own rights: the stacks that
+// cf stacks lists, and that name the stacks of buildpacks and droplets.
+func (s *server) clusterStacks(ctx context.Context) ([]kpackv1alpha2.ClusterStack, error) {
+	stacks := &kpackv1alpha2.ClusterStackList{}
+	if err := s.live.List(ctx, stacks); err != nil {
+		return nil, ownReadFailed(err)
+	}
+	return stacks.Items, nil
 }
 
 // ownReadFailed is the error of a read with the API's own rights: the API's failure (its
@@ -61,12 +72,12 @@ func (s *server) listBuildpacks(w http.ResponseWriter, r *http.Request) error {
 	if err := s.live.List(r.Context(), stores); err != nil {
 		return ownReadFailed(err)
 	}
-	stacks := &kpackv1alpha2.ClusterStackList{}
-	if err := s.live.List(r.Context(), stacks); err != nil {
-		return ownReadFailed(err)
+	stacks, err := s.clusterStacks(r.Context())
+	if err != nil {
+		return err
 	}
 	base := s.baseURL(r)
-	buildpacks := presenter.BuildpacksOf(stores.Items, stacks.Items, base)
+	buildpacks := presenter.BuildpacksOf(stores.Items, stacks, base)
 	if lifecycles := listing.Values(r.URL.Query(), "lifecycle"); lifecycles != nil && !slices.Contains(lifecycles, string(cfv1alpha1.BuildpackLifecycle)) {
 		buildpacks = nil
 	}

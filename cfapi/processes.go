@@ -67,16 +67,22 @@ func (s *server) listAppProcesses(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	app, err := s.findApp(r.Context(), sessionOf(r), r.PathValue("guid"))
-	if err != nil {
-		return err
-	}
-	processes, err := processesOf(r.Context(), sessionOf(r), &app.CFApp)
+	processes, err := s.processesOfApp(r)
 	if err != nil {
 		return err
 	}
 	s.writeProcesses(w, r, q, processes)
 	return nil
+}
+
+// processesOfApp returns the processes of the app that the path's guid names, if the user sees
+// it; else CF's "App not found".
+func (s *server) processesOfApp(r *http.Request) ([]cfv1alpha1.CFProcess, error) {
+	app, err := s.findApp(r.Context(), sessionOf(r), r.PathValue("guid"))
+	if err != nil {
+		return nil, err
+	}
+	return processesOf(r.Context(), sessionOf(r), &app.CFApp)
 }
 
 // listProcesses is GET /v3/processes: the processes of the spaces the user sees (of
@@ -131,30 +137,34 @@ func (s *server) getProcess(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// processStats is GET /v3/processes/:guid/stats: the instances as cf-hnc reports them in the
-// process's status, and those that should run and are not reported yet, as DOWN. Whether
-// they should run is decided as cf-hnc decides it (the app is started and has a droplet), from
-// the app as it is now: the status may not have caught up with a start yet, and the cf CLI,
-// which waits while instances are listed and none runs, must not take an empty list for a start.
+// processStats is GET /v3/processes/:guid/stats: every instance the process asks for, as
+// presenter.ForStats says. Whether the process runs, and which droplet, is decided as cf-hnc
+// decides it (its app is started and has a droplet), from the app as it is now: the status may
+// not have caught up with a start, a stop or a new droplet yet. So a started app lists its
+// instances, DOWN until cf-hnc reports them, and the cf CLI, which waits after a start while
+// instances are listed and none runs, takes neither an empty list nor an instance made before
+// the start for one that runs. A process whose app the user cannot read is presented as its
+// status says: running the droplet the status names, if any.
 func (s *server) processStats(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.findProcess(r)
 	if err != nil {
 		return err
 	}
 	app := &cfv1alpha1.CFApp{}
-	var desired int32
+	droplet := p.Status.Droplet
 	err = sessionOf(r).Client.Get(r.Context(), client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.AppRef.Name}, app)
 	switch {
 	case err == nil:
-		if app.Spec.DesiredState == cfv1alpha1.StartedState && app.Spec.CurrentDropletRef.Name != "" {
-			desired = p.Spec.Instances
+		droplet = ""
+		if app.Spec.DesiredState == cfv1alpha1.StartedState {
+			droplet = app.Spec.CurrentDropletRef.Name
 		}
 	case !unreadable(err):
 		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Resources []presenter.InstanceStats `json:"resources"`
-	}{presenter.ForStats(p, desired)})
+	}{presenter.ForStats(p, droplet)})
 	return nil
 }
 

@@ -1,8 +1,8 @@
 // Package cfapi is a subset of the Cloud Foundry V3 API for the cf CLI, in front of cf-hnc's
 // objects: the root document that turns on the CLI's Kubernetes login, /whoami, orgs, spaces
 // and the jobs of their deletion, the org and space roles, info, stacks and buildpacks; and
-// for cf push, cf restage, cf apps, cf app and cf delete: apps and their manifests, processes
-// and their instances, packages, builds, droplets and staging logs.
+// for cf push, cf restage, cf apps, cf app, cf scale and cf delete: apps and their manifests,
+// processes, their scale and their instances, packages, builds, droplets and staging logs.
 //
 // Every request acts with the caller's own Kubernetes credentials (package auth), so that RBAC
 // and cf-hnc's admission decide every read and write as they do for kubectl. The API's own

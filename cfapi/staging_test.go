@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -471,5 +472,51 @@ var _ = Describe("staging: cf push's and cf restage's packages, builds, droplets
 		Expect(read("envelope_types=GAUGE")).To(BeEmpty())
 
 		Expect(cfErrorOf(newUser(ctx, "stranger").get(ctx, "/api/v1/read/"+app.Name), http.StatusNotFound).Detail).To(Equal("App not found"))
+	})
+})
+
+var _ = Describe("a droplet's stack", func() {
+	// clusterStack makes a ClusterStack of a stack id, with the run image that kpack resolved for
+	// it in its status (no kpack runs in this suite), deletes it after the spec, and returns its
+	// name.
+	clusterStack := func(ctx SpecContext, id, runImage string) string {
+		GinkgoHelper()
+		stack := &kpackv1alpha2.ClusterStack{ObjectMeta: metav1.ObjectMeta{Name: unique("stack")}, Spec: kpackv1alpha2.ClusterStackSpec{Id: id}}
+		Expect(k8s.Create(ctx, stack)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, stack)).To(Succeed()) })
+		stack.Status.ResolvedClusterStack = kpackv1alpha2.ResolvedClusterStack{Id: id, RunImage: kpackv1alpha2.ClusterStackStatusImage{LatestImage: runImage}}
+		Expect(k8s.Status().Update(ctx, stack)).To(Succeed())
+		return stack.Name
+	}
+	digest := func(c string) string { return "@sha256:" + strings.Repeat(c, 64) }
+
+	It("is the name of the ClusterStack it was built on, which cf stacks lists and cf push -s takes, also when ClusterStacks share its stack id", func(ctx SpecContext) {
+		_, space, developer := developedSpace(ctx, "stack-reader", "apps")
+		guid := pushed(ctx, developer, space, "applications:\n- name: stacked\n")
+		sharedID, loneID := "io.cf-hnc.stacks."+unique("shared"), "io.cf-hnc.stacks."+unique("lone")
+		base := clusterStack(ctx, sharedID, "registry.example/stacks/base/run"+digest("1"))
+		full := clusterStack(ctx, sharedID, "registry.example/stacks/full/run"+digest("2"))
+		lone := clusterStack(ctx, loneID, "registry.example/stacks/lone/run"+digest("3"))
+		Expect(names(decode[list](developer.get(ctx, "/v3/stacks"), http.StatusOK))).To(ContainElements(base, full, lone))
+
+		// kpack names the run image from the Builder's repository: the digest says which stack's it is.
+		onFull := stagedDropletOn(ctx, space, guid, sharedID, "registry.example/builders/web/run"+digest("2"))
+		setDroplet(ctx, developer, guid, onFull)
+		Expect(decode[cfDroplet](developer.get(ctx, "/v3/apps/"+guid+"/droplets/current"), http.StatusOK).Stack).To(Equal(full), "cf app's stack:")
+		Expect(decode[cfDroplet](developer.get(ctx, "/v3/droplets/"+onFull), http.StatusOK).Stack).To(Equal(full))
+
+		By("the only ClusterStack of a stack id, whose run image has moved on since")
+		onLone := stagedDropletOn(ctx, space, guid, loneID, "registry.example/stacks/lone/run"+digest("4"))
+		Expect(decode[cfDroplet](developer.get(ctx, "/v3/droplets/"+onLone), http.StatusOK).Stack).To(Equal(lone))
+
+		By("ClusterStacks that share the stack id, neither with the droplet's run image: the stack id, not a guess")
+		onEither := stagedDropletOn(ctx, space, guid, sharedID, "registry.example/stacks/old/run"+digest("5"))
+		Expect(decode[cfDroplet](developer.get(ctx, "/v3/droplets/"+onEither), http.StatusOK).Stack).To(Equal(sharedID))
+
+		droplets := decode[listOf[cfDroplet]](developer.get(ctx, "/v3/apps/"+guid+"/droplets"), http.StatusOK).Resources
+		Expect(droplets).To(ConsistOf(
+			And(HaveField("GUID", onFull), HaveField("Stack", full)),
+			And(HaveField("GUID", onLone), HaveField("Stack", lone)),
+			And(HaveField("GUID", onEither), HaveField("Stack", sharedID))))
 	})
 })

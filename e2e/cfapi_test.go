@@ -184,6 +184,22 @@ var _ = Describe("The CF API, driven as the cf CLI drives it", Ordered, func() {
 			Expect(developer.do(ctx, http.MethodGet, target, nil).status).To(Equal(http.StatusOK), target)
 		}
 
+		By("the droplet's stack: the ClusterStack's name, which cf stacks lists")
+		Expect(decodeAs[struct {
+			Stack string `json:"stack"`
+		}](developer.do(ctx, http.MethodGet, "/v3/apps/"+app+"/droplets/current", nil), http.StatusOK).Stack).To(Equal(controlplane.Stack))
+
+		By("cf scale -i 2: the web process's scale, then the stats until both instances run")
+		scaled := developer.do(ctx, http.MethodPost, "/v3/apps/"+app+"/processes/web/actions/scale", map[string]any{"instances": 2})
+		Expect(scaled.status).To(Equal(http.StatusAccepted), "body: %s", scaled.body)
+		Eventually(func() []string {
+			var states []string
+			for _, instance := range decodeAs[cfAPIList](developer.do(ctx, http.MethodGet, "/v3/processes/"+processes.Resources[0].GUID+"/stats", nil), http.StatusOK).Resources {
+				states = append(states, instance.State)
+			}
+			return states
+		}, 5*time.Minute, 3*time.Second).Should(Equal([]string{"RUNNING", "RUNNING"}))
+
 		By("cf apps: the space's apps by name")
 		Expect(decodeAs[cfAPIList](developer.do(ctx, http.MethodGet, "/v3/apps?space_guids="+space+"&order_by=name&per_page=5000", nil), http.StatusOK).Resources).
 			To(ConsistOf(And(HaveField("Name", "web"), HaveField("State", "STARTED"))))

@@ -24,8 +24,9 @@ var notRunningReasons = []string{
 	cfv1alpha1.StartingReason,
 }
 
-// instanceOf is what a pod says of the instance it runs. A pod being deleted is no instance:
-// it is stopping, replaced or scaled away.
+// instanceOf is what a pod says of the instance it runs, and what the instance was made for: the
+// droplet and the app's start through the CF API, from the annotations of the template it was
+// made from. A pod being deleted is no instance: it is stopping, replaced or scaled away.
 func instanceOf(pod *corev1.Pod) (cfv1alpha1.InstanceStatus, bool) {
 	if pod.DeletionTimestamp != nil {
 		return cfv1alpha1.InstanceStatus{}, false
@@ -34,7 +35,8 @@ func instanceOf(pod *corev1.Pod) (cfv1alpha1.InstanceStatus, bool) {
 	if err != nil {
 		return cfv1alpha1.InstanceStatus{}, false
 	}
-	instance := cfv1alpha1.InstanceStatus{Index: int32(index), State: cfv1alpha1.InstanceStarting, Reason: cfv1alpha1.StartingReason}
+	instance := cfv1alpha1.InstanceStatus{Index: int32(index), State: cfv1alpha1.InstanceStarting, Reason: cfv1alpha1.StartingReason,
+		Droplet: pod.Annotations[DropletAnnotation], AppStartedAt: pod.Annotations[cfv1alpha1.AppStartedAtAnnotation]}
 	if len(pod.Spec.Containers) > 0 {
 		instance.Image = pod.Spec.Containers[0].Image
 	}
@@ -93,7 +95,8 @@ func crashReason(c *corev1.ContainerStatus) string {
 // instancesStatus sets the instances of a process, and its Running condition, from its pods:
 // desired instances should run the droplet image; zero desired for a stopped app or one
 // without a droplet (why, as reason and message, when so). overQuota, when not empty, says
-// which quota leaves no room for the desired instances that have no pod: they are DOWN.
+// which quota leaves no room for the desired instances that have no pod: they are DOWN, and
+// are to be made for the process's droplet and its app's latest start, as its template says.
 func instancesStatus(p *cfv1alpha1.CFProcess, pods []corev1.Pod, desired int32, image string, why, whyMessage, overQuota string) metav1.Condition {
 	var instances []cfv1alpha1.InstanceStatus
 	for i := range pods {
@@ -104,7 +107,8 @@ func instancesStatus(p *cfv1alpha1.CFProcess, pods []corev1.Pod, desired int32, 
 	if overQuota != "" {
 		for index := range desired {
 			if !slices.ContainsFunc(instances, func(i cfv1alpha1.InstanceStatus) bool { return i.Index == index }) {
-				instances = append(instances, cfv1alpha1.InstanceStatus{Index: index, State: cfv1alpha1.InstanceDown, Reason: cfv1alpha1.QuotaExceededReason})
+				instances = append(instances, cfv1alpha1.InstanceStatus{Index: index, State: cfv1alpha1.InstanceDown, Reason: cfv1alpha1.QuotaExceededReason,
+					Droplet: p.Status.Droplet, AppStartedAt: p.Annotations[cfv1alpha1.AppStartedAtAnnotation]})
 			}
 		}
 		overQuota = "; " + overQuota

@@ -12,11 +12,19 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// instancePod is the pod of instance index running image, whose container is in state.
+// appStartedAt is when the CF API started the app whose instances instancePod makes.
+const appStartedAt = "2026-12-05T11:00:00Z"
+
+// instancePod is the pod of instance index running image, whose container is in state. It was
+// made from a template of droplet build-guid and of the app's start at appStartedAt.
 func instancePod(index int, image string, ready bool, state corev1.ContainerState) corev1.Pod {
 	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-guid-web-" + strconv.Itoa(index), Labels: map[string]string{podIndexLabel: strconv.Itoa(index)}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: containerName, Image: image}}},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "app-guid-web-" + strconv.Itoa(index),
+			Labels:      map[string]string{podIndexLabel: strconv.Itoa(index)},
+			Annotations: map[string]string{DropletAnnotation: "build-guid", cfv1alpha1.AppStartedAtAnnotation: appStartedAt},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName, Image: image}}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 			Name: containerName, Ready: ready, State: state, RestartCount: 2,
 		}}},
@@ -58,6 +66,18 @@ var _ = Describe("An app's instances", func() {
 			return pod
 		}(), cfv1alpha1.InstanceDown, cfv1alpha1.UnschedulableReason),
 	)
+
+	It("say which droplet and which start of the app (through the CF API) each was made for", func() {
+		pod := instancePod(0, dropletImage, true, running)
+		instance, _ := instanceOf(&pod)
+		Expect(instance.Droplet).To(Equal("build-guid"))
+		Expect(instance.AppStartedAt).To(Equal(appStartedAt))
+
+		older := instancePod(1, dropletImage, true, running)
+		delete(older.Annotations, cfv1alpha1.AppStartedAtAnnotation)
+		instance, _ = instanceOf(&older)
+		Expect(instance.AppStartedAt).To(BeEmpty(), "an instance made before the CF API ever started the app")
+	})
 
 	It("leaves out a pod being deleted", func() {
 		pod := instancePod(0, dropletImage, true, running)
@@ -104,6 +124,17 @@ var _ = Describe("An app's instances", func() {
 		Expect(condition.Message).To(Equal("2 of 3 instances run the current droplet; instance 2 DOWN (QuotaExceeded); ResourceQuota cf-space-quota allows limits.memory 1280Mi"))
 		Expect(p.Status.Instances).To(HaveLen(3))
 		Expect(p.Status.Instances[2]).To(And(HaveField("Index", BeEquivalentTo(2)), HaveField("State", cfv1alpha1.InstanceDown)))
+	})
+
+	It("give an instance that the quota keeps from being made the droplet and the start of the template it is to be made from", func() {
+		p := webProcess()
+		p.Annotations = map[string]string{cfv1alpha1.AppStartedAtAnnotation: appStartedAt}
+		p.Status.Droplet = "build-guid"
+		instancesStatus(p, []corev1.Pod{instancePod(0, dropletImage, true, running)}, 2, dropletImage, "", "", "ResourceQuota cf-space-quota allows pods 1")
+		Expect(p.Status.Instances).To(HaveExactElements(
+			And(HaveField("Index", BeEquivalentTo(0)), HaveField("Droplet", "build-guid"), HaveField("AppStartedAt", appStartedAt)),
+			And(HaveField("Index", BeEquivalentTo(1)), HaveField("State", cfv1alpha1.InstanceDown), HaveField("Droplet", "build-guid"), HaveField("AppStartedAt", appStartedAt)),
+		))
 	})
 
 	It("say why none is desired: a stopped app", func() {

@@ -44,9 +44,10 @@ type runContext struct {
 }
 
 // desiredStatefulSet is the workload of a process: replicas instances of the droplet's process
-// type, replaced one at a time when the droplet or the process changes, with the Parallel policy
-// so that one crashed instance neither holds back the others' start nor a new droplet that
-// fixes it.
+// type, replaced one at a time when the droplet or the process changes (a restart or a start
+// through the CF API is a change of the process's annotation, which the pods carry), with the
+// Parallel policy so that one crashed instance neither holds back the others' start nor a new
+// droplet that fixes it.
 func desiredStatefulSet(p *cfv1alpha1.CFProcess, rc runContext, replicas int32) *appsv1.StatefulSet {
 	labels := map[string]string{
 		cfv1alpha1.AppLabel:         p.Spec.AppRef.Name,
@@ -54,8 +55,10 @@ func desiredStatefulSet(p *cfv1alpha1.CFProcess, rc runContext, replicas int32) 
 		cfv1alpha1.ProcessTypeLabel: p.Spec.ProcessType,
 	}
 	annotations := map[string]string{DropletAnnotation: rc.droplet.Name}
-	if at := p.Annotations[cfv1alpha1.RestartedAtAnnotation]; at != "" {
-		annotations[cfv1alpha1.RestartedAtAnnotation] = at
+	for _, key := range []string{cfv1alpha1.RestartedAtAnnotation, cfv1alpha1.AppStartedAtAnnotation} {
+		if at := p.Annotations[key]; at != "" {
+			annotations[key] = at
+		}
 	}
 	return &appsv1.StatefulSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "StatefulSet"},

@@ -117,6 +117,12 @@ var _ = Describe("An app's workload", func() {
 		Expect(desiredStatefulSet(p, inSpace(), 2).Spec.Template.Annotations).To(HaveKeyWithValue(cfv1alpha1.RestartedAtAnnotation, "2026-12-05T10:00:00Z"))
 	})
 
+	It("replaces every instance when the CF API starts the app, and marks the new ones with that start", func() {
+		p := webProcess()
+		p.Annotations = map[string]string{cfv1alpha1.AppStartedAtAnnotation: "2026-12-05T11:00:00Z"}
+		Expect(desiredStatefulSet(p, inSpace(), 2).Spec.Template.Annotations).To(HaveKeyWithValue(cfv1alpha1.AppStartedAtAnnotation, "2026-12-05T11:00:00Z"))
+	})
+
 	It("meets the restricted Pod Security Standard, with no API token", func() {
 		template := desiredStatefulSet(webProcess(), inSpace(), 1).Spec.Template
 		evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)

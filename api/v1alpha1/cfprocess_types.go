@@ -110,6 +110,18 @@ type InstanceStatus struct {
 	// Image is the droplet image the instance runs, by digest: after a stack fix, every
 	// instance has the rebased droplet's.
 	Image string `json:"image"`
+	// Droplet names the CFBuild whose droplet the instance runs, or is to run while it has no
+	// pod. The CF API reports an instance of another droplet than its app's current one as
+	// STARTING: it is being replaced.
+	// +optional
+	Droplet string `json:"droplet,omitempty"`
+	// AppStartedAt is the process's app-started-at annotation that the instance's pod was made
+	// with (or is to be): the start of its app through the CF API that the instance belongs to.
+	// The CF API reports an instance made before its app's latest start as STARTING: it is
+	// being replaced, and the cf CLI, which waits after a start until an instance runs, must not
+	// take it for a new one.
+	// +optional
+	AppStartedAt string `json:"appStartedAt,omitempty"`
 }
 
 // CFProcessStatus is what cf-hnc observed of a process.
@@ -152,6 +164,13 @@ const ProcessTypeLabel = "workloads.cloudfoundry.org/process-type"
 // RestartedAtAnnotation on a CFProcess asks for every instance to be replaced, one at a time
 // (`kubectl cf restart`): cf-hnc copies it onto the instances' pod template.
 const RestartedAtAnnotation = "workloads.cloudfoundry.org/restarted-at"
+
+// AppStartedAtAnnotation on a CFProcess is when the CF API last started its app (cf start,
+// cf restart, cf push): cf-hnc copies it onto the instances' pod template, so that the
+// instances made before are replaced, and reports per instance the one it was made with.
+// Unlike a rolling restart (RestartedAtAnnotation), a start makes every instance new, as in
+// Cloud Foundry: the CF API reports the instances made before it as STARTING.
+const AppStartedAtAnnotation = "workloads.cloudfoundry.org/app-started-at"
 
 // CFProcess is a process type of a Cloud Foundry app and its instances. It lives in its app's
 // namespace, owned by the app.

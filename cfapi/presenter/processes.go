@@ -1,10 +1,10 @@
 package presenter
 
 import (
-	"cmp"
 	"net/url"
-	"slices"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
@@ -81,19 +81,27 @@ func ForProcess(p *cfv1alpha1.CFProcess, base *url.URL) Process {
 }
 
 // InstanceStats is what CF reports of one instance of a process (cli:api/cloudcontroller/ccv3/process_instance.go).
+// An instance that is DOWN has only these fields, as Cloud Controller presents one
+// (cloud_controller_ng:app/presenters/v3/process_stats_presenter.rb): it runs nowhere, so it has
+// no host, quotas or usage, and is neither routable nor not.
 type InstanceStats struct {
 	Type             string  `json:"type"`
 	Index            int32   `json:"index"`
 	State            string  `json:"state"`
-	Routable         bool    `json:"routable"`
-	Host             string  `json:"host"`
+	Routable         *bool   `json:"routable"`
 	Uptime           int64   `json:"uptime"`
-	MemQuota         int64   `json:"mem_quota"`
-	DiskQuota        int64   `json:"disk_quota"`
-	LogRateLimit     int64   `json:"log_rate_limit"`
 	IsolationSegment *string `json:"isolation_segment"`
 	Details          *string `json:"details"`
-	Usage            Usage   `json:"usage"`
+	*Placement
+}
+
+// Placement is what CF reports of an instance that is placed: all but a DOWN one.
+type Placement struct {
+	Host         string `json:"host"`
+	MemQuota     int64  `json:"mem_quota"`
+	DiskQuota    int64  `json:"disk_quota"`
+	LogRateLimit int64  `json:"log_rate_limit"`
+	Usage        Usage  `json:"usage"`
 }
 
 // Usage is an instance's use of its quotas. cf-hnc does not measure it: every figure is zero.
@@ -104,40 +112,58 @@ type Usage struct {
 	LogRate int64   `json:"log_rate"`
 }
 
-// downState is the state of an instance that should run and that cf-hnc has not reported yet,
-// as Cloud Controller fills in the instances that Diego does not report.
-const downState = "DOWN"
-
 const mebibyte = 1 << 20
 
-// ForStats presents the instances of a process in the order of their indexes: each that cf-hnc
-// reported in its status, in the state reported there, and each index below desired that it
-// has not reported yet as DOWN. An instance is routable only when it is RUNNING, which only
-// the status says.
-func ForStats(p *cfv1alpha1.CFProcess, desired int32) []InstanceStats {
+// ForStats presents the instances of a process as Cloud Controller does
+// (cloud_controller_ng:lib/cloud_controller/diego/reporters/instances_stats_reporter.rb): one per
+// index below the process's instances, in their order. droplet names the droplet the process
+// runs: its app's current one while the app is started, "" while it runs none. While it runs,
+// each instance is in the state that cf-hnc reported in its status (unless it is being
+// replaced: sinceStart), and DOWN until it is reported; otherwise every one is DOWN, as Cloud
+// Controller fills in the instances of a process that Diego does not run, whatever cf-hnc still
+// reports while it stops them. An instance is routable only when it is RUNNING, which only the
+// status says. Its details are the reason it is not running, but for Starting, which only
+// restates its state: Cloud Controller gives an instance that starts none, and the cf CLI
+// prints any details as an error ("Error starting instances") while it waits for a start.
+func ForStats(p *cfv1alpha1.CFProcess, droplet string) []InstanceStats {
 	reported := map[int32]cfv1alpha1.InstanceStatus{}
-	for _, instance := range p.Status.Instances {
-		reported[instance.Index] = instance
-	}
-	for index := range desired {
-		if _, ok := reported[index]; !ok {
-			reported[index] = cfv1alpha1.InstanceStatus{Index: index, State: downState}
+	if droplet != "" {
+		for _, instance := range p.Status.Instances {
+			reported[instance.Index] = sinceStart(p, droplet, instance)
 		}
 	}
-	stats := make([]InstanceStats, 0, len(reported))
-	for _, instance := range reported {
-		s := InstanceStats{
-			Type: p.Spec.ProcessType, Index: instance.Index, State: string(instance.State),
-			Routable:     instance.State == cfv1alpha1.InstanceRunning,
-			MemQuota:     p.Spec.MemoryMB * mebibyte,
-			DiskQuota:    p.Spec.DiskMB * mebibyte,
-			LogRateLimit: noLogRateLimit,
+	stats := make([]InstanceStats, p.Spec.Instances)
+	for index := range p.Spec.Instances {
+		instance, ok := reported[index]
+		if !ok {
+			instance = cfv1alpha1.InstanceStatus{State: cfv1alpha1.InstanceDown}
 		}
-		if instance.Reason != "" {
+		s := InstanceStats{Type: p.Spec.ProcessType, Index: index, State: string(instance.State)}
+		if instance.Reason != "" && instance.Reason != cfv1alpha1.StartingReason {
 			s.Details = &instance.Reason
 		}
-		stats = append(stats, s)
+		if instance.State != cfv1alpha1.InstanceDown {
+			s.Routable = ptr.To(instance.State == cfv1alpha1.InstanceRunning)
+			s.Placement = &Placement{MemQuota: p.Spec.MemoryMB * mebibyte, DiskQuota: p.Spec.DiskMB * mebibyte, LogRateLimit: noLogRateLimit}
+		}
+		stats[index] = s
 	}
-	slices.SortFunc(stats, func(a, b InstanceStats) int { return cmp.Compare(a.Index, b.Index) })
 	return stats
+}
+
+// sinceStart is the instance at a reported instance's index since its app's latest start: the
+// reported instance if it was made for the droplet and for that start (through the CF API);
+// else the one that replaces it, STARTING with no details, as Cloud Controller presents a new
+// instance. In Cloud Foundry every instance after a start is new, and the cf CLI ends its wait
+// after a start at the first RUNNING instance and fails it when all have CRASHED, so an
+// instance from before, running or crashed, must count as neither. Both are compared with what
+// the CF API wrote when it was asked (the app's droplet, the process's app-started-at
+// annotation), which cf-hnc's status may not have caught up with. A rolling restart (kubectl cf
+// restart) is no start: the instances it has not replaced yet keep running, as in a rolling
+// deployment of Cloud Foundry.
+func sinceStart(p *cfv1alpha1.CFProcess, droplet string, instance cfv1alpha1.InstanceStatus) cfv1alpha1.InstanceStatus {
+	if instance.Droplet == droplet && instance.AppStartedAt == p.Annotations[cfv1alpha1.AppStartedAtAnnotation] {
+		return instance
+	}
+	return cfv1alpha1.InstanceStatus{Index: instance.Index, State: cfv1alpha1.InstanceStarting}
 }

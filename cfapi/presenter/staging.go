@@ -3,8 +3,10 @@ package presenter
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
+	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -194,9 +196,9 @@ func Staged(build *cfv1alpha1.CFBuild) bool {
 }
 
 // ForDroplet presents the droplet of a staged CFBuild (Staged): its GUID is the build's, its
-// image the droplet image by digest, its stack the stack id of its run image. A droplet is
-// created when its build succeeds.
-func ForDroplet(build *cfv1alpha1.CFBuild, base *url.URL) Droplet {
+// image the droplet image by digest, its stack the name of the ClusterStack of stacks that it
+// was built on (dropletStack). A droplet is created when its build succeeds.
+func ForDroplet(build *cfv1alpha1.CFBuild, stacks []kpackv1alpha2.ClusterStack, base *url.URL) Droplet {
 	r := resource(build, "", build.Status.Conditions)
 	droplet := build.Status.Droplet
 	d := Droplet{
@@ -205,7 +207,7 @@ func ForDroplet(build *cfv1alpha1.CFBuild, base *url.URL) Droplet {
 		Lifecycle:     lifecycleOf(build.Spec.Lifecycle),
 		ProcessTypes:  map[string]string{},
 		Buildpacks:    []DropletBuildpack{},
-		Stack:         droplet.Stack,
+		Stack:         dropletStack(droplet, stacks),
 		Image:         droplet.Registry.Image,
 		Relationships: map[string]Relationship{"app": relationship(build.Spec.AppRef.Name)},
 		Links: map[string]Link{
@@ -221,6 +223,45 @@ func ForDroplet(build *cfv1alpha1.CFBuild, base *url.URL) Droplet {
 		d.Buildpacks = append(d.Buildpacks, DropletBuildpack{Name: bp.ID, BuildpackName: bp.ID, Version: bp.Version})
 	}
 	return d
+}
+
+// dropletStack is the stack of a droplet as CF names it: the name of the ClusterStack it was
+// built on, which cf stacks lists and cf push -s takes. The droplet records only what kpack built
+// it with, the stack id and the run image, so the ClusterStack is found from them: only one of
+// the droplet's stack id can have built it. ClusterStacks may share an id (a stack's base and
+// full variants); then only the one whose run image is the droplet's can have, compared by
+// digest: kpack builds on a copy of the run image that the ClusterStack resolved. The app's
+// lifecycle cannot tell: it names the stack of the app's next build, not of this droplet, and
+// none when the app builds with its space's default Builder. When neither singles out one
+// ClusterStack (two share the run image too, or the droplet's is no longer any ClusterStack's),
+// the droplet's stack is its stack id, rather than the name of one that may not have built it.
+func dropletStack(droplet *cfv1alpha1.BuildDropletStatus, stacks []kpackv1alpha2.ClusterStack) string {
+	var sameID, sameRunImage []string
+	for i := range stacks {
+		if stackID(&stacks[i]) != droplet.Stack {
+			continue
+		}
+		sameID = append(sameID, stacks[i].Name)
+		if sameDigest(stacks[i].Status.RunImage.LatestImage, droplet.RunImage) {
+			sameRunImage = append(sameRunImage, stacks[i].Name)
+		}
+	}
+	switch {
+	case len(sameID) == 1:
+		return sameID[0]
+	case len(sameRunImage) == 1:
+		return sameRunImage[0]
+	}
+	return droplet.Stack
+}
+
+// sameDigest says whether two image references name the same image: the same run image is
+// named from different repositories (the ClusterStack's, a Builder's copy of it), so only the
+// digests are compared.
+func sameDigest(a, b string) bool {
+	_, digestA, okA := strings.Cut(a, "@")
+	_, digestB, okB := strings.Cut(b, "@")
+	return okA && okB && digestA == digestB
 }
 
 // LogCacheInfo is log-cache's GET /api/v1/info.
