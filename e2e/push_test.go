@@ -158,8 +158,8 @@ var _ = Describe("Pushing with kubectl cf", func() {
 
 	It("fails when the app does not run by --wait-timeout, with why and where to read what it wrote; --no-start leaves it stopped", func(ctx SpecContext) {
 		stderr := cfFails("push", "web", "-o", org, "-s", "dev", "-p", sourceDir("Procfile", "web: echo crashing; exit 3\n"), "-m", "64M",
-			"--wait-timeout", "45s")
-		Expect(stderr).To(MatchRegexp(`^Error: app "web" is not running after 45s: process web: Running is False \(\w+\): 0 of 1 instances run the current droplet.*; `+
+			"--wait-timeout", "20s")
+		Expect(stderr).To(MatchRegexp(`^Error: app "web" is not running after 20s: process web: Running is False \(\w+\): 0 of 1 instances run the current droplet.*; `+
 			`see what its instances wrote: kubectl cf logs web --recent -o %s -s dev\n$`, org))
 		app := appNamed(ctx, org, "web")
 		Expect(app.Spec.DesiredState).To(Equal(cfv1alpha1.StartedState), "the app stays started with its new droplet")
@@ -310,17 +310,20 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 
 	AfterAll(func(ctx SpecContext) { cliDeleteApps(ctx, space) })
 
-	It("runs the droplet that a Held buildpack upgrade staged, without staging again", func(ctx SpecContext) {
-		// An app of the procfile buildpack, which the specs upgrade; the static sites of the
+	It("runs the droplet that a Held buildpack upgrade staged, without staging again; switching the org to Automatic runs the others", func(ctx SpecContext) {
+		// Apps of the procfile buildpack, which the specs upgrade; the static sites of the
 		// other specs stay out of it.
-		cf("push", "web", "-o", org, "-s", "dev", "-p", sourceDir("Procfile", "web: httpd -f -p $PORT\n"))
-		app := appNamed(ctx, org, "web")
+		procfileApp := sourceDir("Procfile", "web: httpd -f -p $PORT\n")
+		cf("push", "web", "-o", org, "-s", "dev", "-p", procfileApp)
+		cf("push", "worker", "-o", org, "-s", "dev", "-p", procfileApp, "--no-start")
+		app, worker := appNamed(ctx, org, "web"), appNamed(ctx, org, "worker")
 		droplet := app.Spec.CurrentDropletRef.Name
 		upgrade, err := cp.UpgradeBuildpack(ctx, buildpacks.ProcfileID)
 		Expect(err).NotTo(HaveOccurred())
 
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }, 2*time.Minute).Should(MatchRegexp(
 			`(?m)^web\s+%s\s+STARTED\s+web:\d/1\s+%s\s+UpgradeHeld\s+%s-build-\d+$`, app.Name, droplet, app.Name))
+		Eventually(dropletCurrent(ctx, worker), 2*time.Minute).Should(HaveField("Reason", cfv1alpha1.UpgradeHeldReason))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(app), app)).To(Succeed())
 		held := app.Status.HeldDropletRef.Name
 		Expect(cf("builds", "web", "--org", org, "-s", "dev")).To(MatchRegexp(
@@ -334,6 +337,12 @@ var _ = Describe("Restaging with kubectl cf", Ordered, func() {
 		Expect(objectsIn(ctx, space)).To(Equal(builds), "no build")
 		Eventually(func() string { return cf("apps", "--org", org, "-s", "dev") }).Should(MatchRegexp(
 			`(?m)^web\s+%s\s+STARTED\s+web:\d/1\s+%s\s+UpToDate$`, app.Name, held))
+
+		By("switching the org to Automatic: the app still held runs its held droplet")
+		heldForWorker := worker.Status.HeldDropletRef.Name
+		cf("set-upgrade-policy", org, "Automatic")
+		Eventually(currentDroplet(ctx, worker)).Should(Equal(heldForWorker))
+		Eventually(dropletCurrent(ctx, worker)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
 	})
 
 	It("stages the current package again when no droplet is held", func(ctx SpecContext) {

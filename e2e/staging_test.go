@@ -158,74 +158,14 @@ var _ = Describe("Staging", func() {
 	})
 })
 
-var _ = Describe("Upgrades", Ordered, func() {
+var _ = Describe("Upgrades", func() {
 	var org, space string
 
-	BeforeAll(func(ctx SpecContext) {
+	BeforeEach(func(ctx SpecContext) {
 		org = createOrg(ctx, "upgrades-"+string(uuid.NewUUID())[:8])
 		space = createSpace(ctx, org, "prod")
 		placeOrgRegistry(ctx, org)
 		Eventually(buildReady(ctx, org, space)).Should(HaveField("Status", metav1.ConditionTrue))
-	})
-
-	It("moves every app to a rebased droplet after a stack run image fix, and keeps an app whose rebuild fails where it is", func(ctx SpecContext) {
-		healthy, broken := deployedApp(ctx, org, space), deployedApp(ctx, org, space)
-		healthyDroplet, brokenDroplet := healthy.Spec.CurrentDropletRef.Name, broken.Spec.CurrentDropletRef.Name
-		// Every rebase of the broken app fails: kpack's, and the one cf-hnc tries after it, when
-		// the registry refuses to store its rebased droplet.
-		DeferCleanup(cp.Kpack().Registry.RefusePushes(org+"/"+space+"/"+broken.Name, "quota exceeded for this repository"))
-
-		runImage, err := cp.UpgradeRunImage(ctx)
-		Expect(err).NotTo(HaveOccurred())
-
-		Eventually(currentDroplet(ctx, healthy)).ShouldNot(Equal(healthyDroplet))
-		rebuilt := getBuild(ctx, space, healthy.Spec.CurrentDropletRef.Name)
-		Expect(rebuilt.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, healthyDroplet))
-		Expect(rebuilt.Annotations).To(HaveKeyWithValue(cfv1alpha1.RebuildReasonAnnotation, "STACK"))
-		Expect(rebuilt.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage.Digest))
-		Eventually(events(ctx, healthy)).Should(ContainElement(And(
-			HaveField("Reason", "DropletUpgraded"), HaveField("Note", ContainSubstring("the latest run image of stack "+cp.Kpack().Images.Stack.ID)))))
-
-		Eventually(dropletCurrent(ctx, broken)).Should(And(
-			HaveField("Reason", "RebuildFailed"),
-			HaveField("Message", ContainSubstring("quota exceeded for this repository"))))
-		Expect(currentDroplet(ctx, broken)()).To(Equal(brokenDroplet))
-	})
-
-	It("holds a buildpack upgrade until a restage when the org says Held, and deploys it when it says Automatic", func(ctx SpecContext) {
-		automaticOrg := createOrg(ctx, "automatic-"+string(uuid.NewUUID())[:8])
-		setUpgradePolicy(ctx, automaticOrg, cfv1alpha1.AutomaticUpgrades)
-		automaticSpace := createSpace(ctx, automaticOrg, "prod")
-		placeOrgRegistry(ctx, automaticOrg)
-		Eventually(buildReady(ctx, automaticOrg, automaticSpace)).Should(HaveField("Status", metav1.ConditionTrue))
-
-		// Apps of the procfile buildpack, which the specs upgrade; static sites stay out of it.
-		held, later := deployedAppOf(ctx, org, space, procfileSource), deployedAppOf(ctx, org, space, procfileSource)
-		automatic := deployedAppOf(ctx, automaticOrg, automaticSpace, procfileSource)
-		heldDroplet, automaticDroplet := held.Spec.CurrentDropletRef.Name, automatic.Spec.CurrentDropletRef.Name
-		upgrade, err := cp.UpgradeBuildpack(ctx, buildpacks.ProcfileID)
-		Expect(err).NotTo(HaveOccurred())
-
-		Eventually(currentDroplet(ctx, automatic), rollout).ShouldNot(Equal(automaticDroplet))
-		Expect(getBuild(ctx, automaticSpace, automatic.Spec.CurrentDropletRef.Name).Status.Droplet.Buildpacks).
-			To(ContainElement(cfv1alpha1.BuildpackVersion{ID: buildpacks.ProcfileID, Version: upgrade.Version}))
-
-		Eventually(dropletCurrent(ctx, held), rollout).Should(HaveField("Reason", "UpgradeHeld"))
-		Expect(held.Status.HeldDropletRef).NotTo(BeNil())
-		Expect(currentDroplet(ctx, held)()).To(Equal(heldDroplet))
-		Eventually(dropletCurrent(ctx, later), rollout).Should(HaveField("Reason", "UpgradeHeld"))
-
-		By("running the held droplet, as cf set-droplet does")
-		restage := held.Status.HeldDropletRef.Name
-		update(ctx, held, func() { held.Spec.CurrentDropletRef.Name = restage })
-		Eventually(dropletCurrent(ctx, held)).Should(HaveField("Reason", "UpToDate"))
-		Expect(held.Status.HeldDropletRef).To(BeNil())
-
-		By("switching the org to Automatic: the app still held runs its held droplet")
-		heldForLater := later.Status.HeldDropletRef.Name
-		setUpgradePolicy(ctx, org, cfv1alpha1.AutomaticUpgrades)
-		DeferCleanup(setUpgradePolicy, org, cfv1alpha1.HeldUpgrades)
-		Eventually(currentDroplet(ctx, later)).Should(Equal(heldForLater))
 	})
 
 	It("loses nothing and makes no duplicate droplet when the manager restarts in the middle of an upgrade", func(ctx SpecContext) {

@@ -29,7 +29,9 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 	var (
 		org, space                        string
 		failedPush, setBack, heldUpgrade  *cfv1alpha1.CFApp
+		unrebasable                       *cfv1alpha1.CFApp
 		failedPushDroplet, setBackDroplet string
+		unrebasableDroplet                string
 		heldUpgradeDroplet                string
 		heldUpgradeBuildpacks             []cfv1alpha1.BuildpackVersion
 		runImage                          string
@@ -57,6 +59,11 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		Eventually(dropletCurrent(ctx, setBack)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
 		update(ctx, setBack, func() { setBack.Spec.CurrentDropletRef.Name = setBackDroplet })
 
+		By("an app whose every rebase fails: kpack's, and the one cf-hnc tries after it, when the registry refuses to store its rebased droplet")
+		unrebasable = deployedApp(ctx, org, space)
+		unrebasableDroplet = unrebasable.Spec.CurrentDropletRef.Name
+		DeferCleanup(cp.Kpack().Registry.RefusePushes(org+"/"+space+"/"+unrebasable.Name, "quota exceeded for this repository"))
+
 		By("an app whose buildpack upgrade is held")
 		heldUpgrade = deployedAppOf(ctx, org, space, procfileSource)
 		heldUpgradeDroplet = heldUpgrade.Spec.CurrentDropletRef.Name
@@ -77,6 +84,7 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		rebased := getBuild(ctx, space, failedPush.Spec.CurrentDropletRef.Name)
 		Expect(rebased.Status.Droplet.RunImage).To(HaveSuffix("@" + runImage))
 		Expect(rebased.Labels).To(HaveKeyWithValue(cfv1alpha1.RebuildOfLabel, failedPushDroplet))
+		Expect(rebased.Annotations).To(HaveKeyWithValue(cfv1alpha1.RebuildReasonAnnotation, "STACK"))
 		Expect(rebased.Status.Droplet.Buildpacks).To(Equal(getBuild(ctx, space, failedPushDroplet).Status.Droplet.Buildpacks))
 
 		By("reading the layers kpack's rebase wrote: the fixed run image's under the app's unchanged ones")
@@ -86,7 +94,15 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 		Expect(newApp).To(Equal(oldApp))
 		Expect(newRun).NotTo(Equal(oldRun))
 		Eventually(dropletCurrent(ctx, failedPush)).Should(HaveField("Reason", cfv1alpha1.UpToDateReason))
-		Eventually(events(ctx, failedPush)).Should(ContainElement(HaveField("Reason", cfv1alpha1.DropletUpgradedReason)))
+		Eventually(events(ctx, failedPush)).Should(ContainElement(And(HaveField("Reason", cfv1alpha1.DropletUpgradedReason),
+			HaveField("Note", ContainSubstring("the latest run image of stack "+cp.Kpack().Images.Stack.ID)))))
+	})
+
+	It("keeps an app whose rebases fail on the droplet it runs, saying why", func(ctx SpecContext) {
+		Eventually(dropletCurrent(ctx, unrebasable), rollout).Should(And(
+			HaveField("Reason", cfv1alpha1.RebuildFailedReason),
+			HaveField("Message", ContainSubstring("quota exceeded for this repository"))))
+		Expect(currentDroplet(ctx, unrebasable)()).To(Equal(unrebasableDroplet))
 	})
 
 	It("rebases the droplet an app was set back to, not the newer one kpack rebases", func(ctx SpecContext) {
