@@ -145,14 +145,8 @@ const webMemoryMB = 64
 // scaleWeb gives the app's web process one small instance, as `cf push -m 64M` does, before
 // the app has a droplet to run: made here, or changed if cf-hnc made it first.
 func (b *bench) scaleWeb(ctx context.Context, app *cfv1alpha1.CFApp) error {
-	web := &cfv1alpha1.CFProcess{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType),
-			Labels:          map[string]string{cfv1alpha1.AppLabel: app.Name, cfv1alpha1.ProcessTypeLabel: cfv1alpha1.WebProcessType},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, cfv1alpha1.GroupVersion.WithKind("CFApp"))}},
-		Spec: cfv1alpha1.CFProcessSpec{AppRef: corev1.LocalObjectReference{Name: app.Name}, ProcessType: cfv1alpha1.WebProcessType,
-			Instances: 1, MemoryMB: webMemoryMB, DiskMB: 256,
-			HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: 60}},
-	}
+	web := cfv1alpha1.NewWebProcess(app)
+	web.Spec.MemoryMB, web.Spec.DiskMB = webMemoryMB, 256
 	spec := web.Spec
 	if err := b.k8s.Create(ctx, web); !apierrors.IsAlreadyExists(err) {
 		return err

@@ -188,8 +188,9 @@ func newApp(space, name string, lifecycle lifecycleChange) *cfv1alpha1.CFApp {
 	return app
 }
 
-// deleteApp is DELETE /v3/apps/:guid, as the user. The app goes once its processes, instances,
-// builds and packages are gone (foreground deletion), and the job says when that is done.
+// deleteApp is DELETE /v3/apps/:guid, as the user, in the foreground: the garbage collector
+// deletes the app's processes, builds and packages, and the app once those that block its
+// deletion are gone (the web process cf-hnc made); the job says when the app is gone.
 func (s *server) deleteApp(w http.ResponseWriter, r *http.Request) error {
 	app, err := s.findApp(r.Context(), sessionOf(r), r.PathValue("guid"))
 	if err != nil {

@@ -47,7 +47,7 @@ func (s *server) createBuild(w http.ResponseWriter, r *http.Request) error {
 		return cferror.FromKubernetes(err, appResource)
 	}
 	build := &cfv1alpha1.CFBuild{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pkg.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: ownedByApp(app)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pkg.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: cfv1alpha1.OwnedByApp(app)},
 		Spec: cfv1alpha1.CFBuildSpec{
 			AppRef:     corev1.LocalObjectReference{Name: app.Name},
 			PackageRef: corev1.LocalObjectReference{Name: pkg.Name},

@@ -13,9 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -367,7 +365,7 @@ func applyWebProcess(ctx context.Context, session *auth.Session, app *cfv1alpha1
 	web := &cfv1alpha1.CFProcess{}
 	err := session.Client.Get(ctx, key, web)
 	if apierrors.IsNotFound(err) {
-		web = newWebProcess(app)
+		web = cfv1alpha1.NewWebProcess(app)
 		change.apply(&web.Spec)
 		err = session.Client.Create(ctx, web)
 		if !apierrors.IsAlreadyExists(err) {
@@ -385,29 +383,6 @@ func applyWebProcess(ctx context.Context, session *auth.Session, app *cfv1alpha1
 	return nil
 }
 
-// newWebProcess is the web process of an app with CF's defaults, as cf-hnc makes it: named,
-// labelled and owned by the app as cf-hnc's own, so that cf-hnc takes it for the one it would
-// make.
-func newWebProcess(app *cfv1alpha1.CFApp) *cfv1alpha1.CFProcess {
-	return &cfv1alpha1.CFProcess{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: app.Namespace,
-			Name:      cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType),
-			Labels:    map[string]string{cfv1alpha1.AppLabel: app.Name, cfv1alpha1.ProcessTypeLabel: cfv1alpha1.WebProcessType},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID, Controller: ptr.To(true),
-			}},
-		},
-		Spec: cfv1alpha1.CFProcessSpec{
-			AppRef:      corev1.LocalObjectReference{Name: app.Name},
-			ProcessType: cfv1alpha1.WebProcessType,
-			Instances:   1,
-			MemoryMB:    1024,
-			DiskMB:      1024,
-			HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: 60},
-		},
-	}
-}
 
 // manifestDiff is POST /v3/spaces/:guid/manifest_diff: cf-hnc does not compute what a manifest
 // would change, and answers no difference, as Korifi does; the cf CLI only shows the diff.

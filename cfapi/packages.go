@@ -32,10 +32,6 @@ const packageResource = "Package"
 // in the space's registry.
 const maxPackageSize = 1 << 30
 
-// ownedByApp makes an app the owner of its packages and builds, so that they go with it.
-func ownedByApp(app *cfv1alpha1.CFApp) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID}}
-}
 
 // createPackageRequest is the body of POST /v3/packages (cli:actor/v7action/package.go).
 type createPackageRequest struct {
@@ -63,7 +59,7 @@ func (s *server) createPackage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pkg := &cfv1alpha1.CFPackage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: ownedByApp(&app.CFApp)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: cfv1alpha1.OwnedByApp(&app.CFApp)},
 		Spec:       cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: app.Name}},
 	}
 	if err := sessionOf(r).Client.Create(r.Context(), pkg); err != nil {

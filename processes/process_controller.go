@@ -77,25 +77,12 @@ func (r *ProcessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // ensureWebProcess makes the app's web process with Cloud Foundry's defaults, unless it exists
 // (kubectl cf push makes it itself when told how to scale a new app).
 func (r *ProcessReconciler) ensureWebProcess(ctx context.Context, app *cfv1alpha1.CFApp) error {
-	name := cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType)
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: name}, &cfv1alpha1.CFProcess{}); !apierrors.IsNotFound(err) {
+	web := cfv1alpha1.NewWebProcess(app)
+	// cf-hnc, unlike the clients that may make it first, has the right to hold a foreground
+	// deletion of the app until its process is gone.
+	web.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(app, cfv1alpha1.GroupVersion.WithKind("CFApp"))}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(web), &cfv1alpha1.CFProcess{}); !apierrors.IsNotFound(err) {
 		return err
-	}
-	web := &cfv1alpha1.CFProcess{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       app.Namespace,
-			Name:            name,
-			Labels:          map[string]string{cfv1alpha1.AppLabel: app.Name, cfv1alpha1.ProcessTypeLabel: cfv1alpha1.WebProcessType},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, cfv1alpha1.GroupVersion.WithKind("CFApp"))},
-		},
-		Spec: cfv1alpha1.CFProcessSpec{
-			AppRef:      corev1.LocalObjectReference{Name: app.Name},
-			ProcessType: cfv1alpha1.WebProcessType,
-			Instances:   1,
-			MemoryMB:    1024,
-			DiskMB:      1024,
-			HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: 60},
-		},
 	}
 	if err := r.client.Create(ctx, web); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the web process: %w", err)

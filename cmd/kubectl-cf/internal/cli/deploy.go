@@ -51,17 +51,12 @@ func stagingTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
 		"How long to wait for staging. A build that has not finished by then (or when interrupted) is deleted, with what the command created for it.")
 }
 
-// ownedByApp makes the app own an object, so that deleting the app deletes it, as the CF API
-// deletes an app's packages and builds with it.
-func ownedByApp(app *cfv1alpha1.CFApp) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: app.Name, UID: app.UID}}
-}
 
 // run creates the build, follows it and, once it staged, points the app at its droplet and
 // starts it.
 func (d *deployment) run(ctx context.Context) error {
 	build := &cfv1alpha1.CFBuild{
-		ObjectMeta: metav1.ObjectMeta{Namespace: d.app.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: ownedByApp(d.app)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.app.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: cfv1alpha1.OwnedByApp(d.app)},
 		Spec: cfv1alpha1.CFBuildSpec{
 			AppRef:     corev1.LocalObjectReference{Name: d.app.Name},
 			PackageRef: corev1.LocalObjectReference{Name: d.pkg},

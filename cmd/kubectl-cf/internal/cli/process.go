@@ -10,23 +10,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-)
-
-// A new process's spec, as the CFProcess CRD defaults it and as cf-hnc makes an app's web
-// process. The CLI fills every field itself: a Go client sends zeros, which defaults do not
-// replace.
-const (
-	defaultInstances          = 1
-	defaultMemoryMB           = 1024
-	defaultDiskMB             = 1024
-	defaultHealthCheckTimeout = 60
 )
 
 // The limits of the CFProcess CRD, checked before the cluster is asked.
@@ -77,28 +65,6 @@ func compareProcessTypes(a, b string) int {
 	return cmp.Or(cmp.Compare(notWeb(a), notWeb(b)), cmp.Compare(a, b))
 }
 
-// newWebProcess is the web process of an app as cf-hnc makes it: named, labelled and owned by
-// the app as cf-hnc's own, so that cf-hnc takes it for the one it would make.
-func newWebProcess(app *cfv1alpha1.CFApp) *cfv1alpha1.CFProcess {
-	owner := ownedByApp(app)
-	owner[0].Controller = ptr.To(true)
-	return &cfv1alpha1.CFProcess{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       app.Namespace,
-			Name:            cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType),
-			Labels:          map[string]string{cfv1alpha1.AppLabel: app.Name, cfv1alpha1.ProcessTypeLabel: cfv1alpha1.WebProcessType},
-			OwnerReferences: owner,
-		},
-		Spec: cfv1alpha1.CFProcessSpec{
-			AppRef:      corev1.LocalObjectReference{Name: app.Name},
-			ProcessType: cfv1alpha1.WebProcessType,
-			Instances:   defaultInstances,
-			MemoryMB:    defaultMemoryMB,
-			DiskMB:      defaultDiskMB,
-			HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: defaultHealthCheckTimeout},
-		},
-	}
-}
 
 // processChange is what the flags of push and scale change of a process; nil changes nothing.
 type processChange struct {
@@ -159,7 +125,7 @@ type processFlags struct {
 }
 
 func (f *processFlags) addScaleFlags(cmd *cobra.Command) {
-	cmd.Flags().Int32VarP(&f.instances, "instances", "i", 0, fmt.Sprintf("How many instances of the process run while the app is started (0 to %d; default of a new process: %d).", maxInstances, defaultInstances))
+	cmd.Flags().Int32VarP(&f.instances, "instances", "i", 0, fmt.Sprintf("How many instances of the process run while the app is started (0 to %d; default of a new process: %d).", maxInstances, cfv1alpha1.DefaultInstances))
 	cmd.Flags().StringVarP(&f.memory, "memory", "m", "", "The memory limit of each instance, with a unit: 256M, 1G (16M to 64G; default of a new process: 1G).")
 	cmd.Flags().StringVarP(&f.disk, "disk", "k", "", "The disk limit of each instance (its files and logs), with a unit: 512M, 2G (16M to 64G; default of a new process: 1G).")
 }
@@ -293,7 +259,7 @@ func applyProcess(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, p
 	key := client.ObjectKey{Namespace: app.Namespace, Name: cfv1alpha1.ProcessName(app.Name, processType)}
 	err := c.Get(ctx, key, p)
 	if apierrors.IsNotFound(err) && processType == cfv1alpha1.WebProcessType && !change.empty() {
-		p = newWebProcess(app)
+		p = cfv1alpha1.NewWebProcess(app)
 		change.apply(&p.Spec)
 		err = c.Create(ctx, p)
 		if err == nil {

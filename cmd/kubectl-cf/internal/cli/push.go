@@ -151,7 +151,7 @@ func (o *pushOptions) run(ctx context.Context, s *session, out io.Writer, name s
 	}
 	// The package is created once its bits are uploaded, as the CF API marks a package READY.
 	pkgObject := &cfv1alpha1.CFPackage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: pkg, OwnerReferences: ownedByApp(app)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: pkg, OwnerReferences: cfv1alpha1.OwnedByApp(app)},
 		Spec: cfv1alpha1.CFPackageSpec{
 			Type:   cfv1alpha1.BitsPackage,
 			AppRef: corev1.LocalObjectReference{Name: app.Name},

@@ -17,7 +17,7 @@ import (
 
 // process is a process of an app with a GUID, of which running instances run.
 func process(app, processType string, instances, running int32) cfv1alpha1.CFProcess {
-	p := newWebProcess(&cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: "space", Name: app}})
+	p := cfv1alpha1.NewWebProcess(&cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: "space", Name: app}})
 	p.Name = cfv1alpha1.ProcessName(app, processType)
 	p.Spec.ProcessType = processType
 	p.Spec.Instances = instances
@@ -130,7 +130,7 @@ var _ = Describe("the flags that scale a process", func() {
 var _ = Describe("a new web process", func() {
 	It("is named, labelled, owned and defaulted as cf-hnc makes it", func() {
 		app := &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: "space", Name: "guid", UID: "uid"}}
-		p := newWebProcess(app)
+		p := cfv1alpha1.NewWebProcess(app)
 		Expect(p.Name).To(Equal(cfv1alpha1.ProcessName("guid", "web")))
 		Expect(p.Namespace).To(Equal("space"))
 		Expect(p.Labels).To(Equal(map[string]string{cfv1alpha1.AppLabel: "guid", cfv1alpha1.ProcessTypeLabel: "web"}))
