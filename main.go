@@ -13,7 +13,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/metricsauth"
 	"code.cloudfoundry.org/cf-hnc/manager"
 )
@@ -51,7 +50,7 @@ func main() {
 		maxRebuilds      int
 		qps              float64
 		burst            int
-		buildLimits      = builders.DefaultBuildLimits()
+		buildLimits      = manager.DefaultBuildLimits()
 	)
 	// Every address defaults to loopback; a deployment that must be reached from outside the
 	// pod (probes, webhooks) says so with these flags.

@@ -1,4 +1,4 @@
-package builders
+package rollout
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // rebuilds run unpaced rather than not at all while the manager is down.
 // +kubebuilder:webhook:path=/mutate-rebuild-pods,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mrebuildpod.workloads.cloudfoundry.org,admissionReviewVersions=v1,timeoutSeconds=5,serviceName=cf-hnc-webhook-service,serviceNamespace=cf-hnc-system,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"workloads.cloudfoundry.org/space-guid","operator":"Exists"}]},"matchConditions":[{"name":"kpack-rebuilds","expression":"has(object.metadata.labels) && 'kpack.io/build' in object.metadata.labels && has(object.metadata.annotations) && 'image.kpack.io/reason' in object.metadata.annotations && object.metadata.annotations['image.kpack.io/reason'].split(',').all(r, r in ['STACK', 'BUILDPACK', 'LIFECYCLE'])"}]}`
 
-// SetupRolloutWebhook registers the webhook that gates kpack's rebuild pods.
-func SetupRolloutWebhook(mgr ctrl.Manager) error {
+// SetupWebhook registers the webhook that gates kpack's rebuild pods.
+func SetupWebhook(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).
 		WithDefaulter(rebuildPodGater{}).
 		WithDefaulterCustomPath("/mutate-rebuild-pods").

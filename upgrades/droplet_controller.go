@@ -1,4 +1,4 @@
-package builders
+package upgrades
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,37 +18,40 @@ import (
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
+	"code.cloudfoundry.org/cf-hnc/staging"
 )
 
 // imageBuilderIndex indexes kpack Images by the Builder they build with (builderKey).
 const imageBuilderIndex = "spec.builder"
 
-// AppReconciler keeps every app on the newest droplet it may run. A stack fix (the running
+// DropletReconciler keeps every app on the newest droplet it may run. A stack fix (the running
 // droplet on its stack's latest run image, nothing else changed) is deployed under every
 // policy, and the reconciler rebases the running droplet itself when kpack's Image rebases
 // another one or none. An upgrade (another stack, other buildpacks, another lifecycle) is
 // deployed as the org's BuildpackUpgradePolicy says. An app that cannot be moved says why.
-type AppReconciler struct {
+type DropletReconciler struct {
 	client   client.Client
 	reporter *status.Reporter
 	recorder events.EventRecorder
 	root     string
 }
 
-// NewAppReconciler returns an AppReconciler for orgs in the root namespace.
-func NewAppReconciler(c client.Client, recorder events.EventRecorder, root string) *AppReconciler {
-	return &AppReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root}
+// NewDropletReconciler returns a DropletReconciler for orgs in the root namespace.
+func NewDropletReconciler(c client.Client, recorder events.EventRecorder, root string) *DropletReconciler {
+	return &DropletReconciler{client: c, reporter: status.NewReporter(c, recorder), recorder: recorder, root: root}
 }
 
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfapps/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cforgs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=workloads.cloudfoundry.org,resources=cfbuilds;cfpackages;cfspaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kpack.io,resources=builds,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=kpack.io,resources=images;builders;clusterbuilders,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile moves the app to the droplet it should run, rebases its droplet if kpack will
 // not, and says where its upgrades stand.
-func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+func (r *DropletReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	app := &cfv1alpha1.CFApp{}
 	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -61,23 +64,16 @@ func (r *AppReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result
 		return ctrl.Result{}, err
 	}
 	decision := decideDroplet(in)
-	if err := r.reportTakenRebuild(ctx, in, &decision); err != nil {
-		return ctrl.Result{}, err
-	}
 	status.Set(app, decision.condition)
 	app.Status.HeldDropletRef, app.Status.Droplet = decision.held, decision.droplet
-	if decision.rebase {
-		if err := r.rebase(ctx, app, in); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if decision.moveTo == nil {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, r.move(ctx, app, in.current, decision.moveTo, decision.why)
+	return ctrl.Result{}, r.act(ctx, app, in, decision)
 }
 
-func (r *AppReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dropletInputs, error) {
+// observe reads what the droplet an app should run depends on: its current droplet and that
+// droplet's lineage, its org's policy, its kpack Image with the Builder it builds with and
+// kpack's latest Build of it, the current droplet's package, and which names of the rebuilds
+// the decision may wait for are held by CFBuilds that are not those rebuilds.
+func (r *DropletReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dropletInputs, error) {
 	in := dropletInputs{app: app}
 	if app.Spec.CurrentDropletRef.Name == "" {
 		return in, nil
@@ -92,46 +88,60 @@ func (r *AppReconciler) observe(ctx context.Context, app *cfv1alpha1.CFApp) (dro
 	if in.policy, err = r.upgradePolicy(ctx, app.Namespace); err != nil {
 		return in, err
 	}
-	image, err := get(ctx, r.client, app.Namespace, app.Name, &kpackv1alpha2.Image{})
-	if image == nil || err != nil {
+	if in.pkg, err = get(ctx, r.client, app.Namespace, in.current.Spec.PackageRef.Name, &cfv1alpha1.CFPackage{}); err != nil {
 		return in, err
 	}
-	if in.builder, err = r.builderOf(ctx, image); err != nil {
+	if in.image, err = get(ctx, r.client, app.Namespace, app.Name, &kpackv1alpha2.Image{}); in.image == nil || err != nil {
+		return in, err
+	}
+	if in.builder, err = r.builderOf(ctx, in.image); err != nil {
 		return in, err
 	}
 	builds := &kpackv1alpha2.BuildList{}
-	if err := r.client.List(ctx, builds, client.InNamespace(app.Namespace), client.MatchingLabels{kpackv1alpha2.ImageLabel: image.Name}); err != nil {
+	if err := r.client.List(ctx, builds, client.InNamespace(app.Namespace), client.MatchingLabels{kpackv1alpha2.ImageLabel: in.image.Name}); err != nil {
 		return in, err
 	}
 	in.kpackLatest = latestKpackBuild(builds.Items)
-	return in, nil
+	in.takenRebuilds, err = r.takenRebuilds(ctx, in)
+	return in, err
 }
 
-// reportTakenRebuild makes the app say so when a rebuild cannot become a droplet because
-// another CFBuild holds its name, which the rebuild reconciler leaves alone (checkTaken): the
-// rebuild that its stack fix waits for, or kpack's latest build of its Image. Else the app
-// would say Rebuilding, or UpToDate, for ever, and the count of apps by reason would hide it.
-func (r *AppReconciler) reportTakenRebuild(ctx context.Context, in dropletInputs, d *dropletDecision) error {
-	var rebuilds []string
-	if d.droplet != nil && d.droplet.Rebuild != nil {
-		rebuilds = append(rebuilds, d.droplet.Rebuild.Name)
-	}
+// takenRebuilds are the names, among the rebuilds that the app's stack fix may wait for (kpack's
+// latest build of its Image, cf-hnc's own rebase of its droplet), that a CFBuild holds which is
+// not that rebuild: the rebuild reconciler cannot make the rebuild (checkTaken), and the app
+// must say so rather than say Rebuilding, or UpToDate, for ever.
+func (r *DropletReconciler) takenRebuilds(ctx context.Context, in dropletInputs) (sets.Set[string], error) {
+	candidates := sets.New[string]()
 	if in.kpackLatest != nil {
-		rebuilds = append(rebuilds, in.kpackLatest.Name)
+		candidates.Insert(in.kpackLatest.Name)
 	}
-	for _, name := range rebuilds {
-		taken, err := rebuildNameTaken(ctx, r.client, in.app.Namespace, name)
+	if running := in.current.StagedDroplet(); running != nil && in.builder != nil {
+		candidates.Insert(rebaseName(in.app.Name, running.Registry.Image, in.builder.runImage))
+	}
+	taken := sets.New[string]()
+	for name := range candidates {
+		held, err := rebuildNameTaken(ctx, r.client, in.app.Namespace, name)
 		if err != nil {
+			return nil, err
+		}
+		if held {
+			taken.Insert(name)
+		}
+	}
+	return taken, nil
+}
+
+// act starts the rebase and moves the app as the decision says.
+func (r *DropletReconciler) act(ctx context.Context, app *cfv1alpha1.CFApp, in dropletInputs, decision dropletDecision) error {
+	if decision.rebase != nil {
+		if err := r.rebase(ctx, app, in.current, decision.rebase); err != nil {
 			return err
 		}
-		if taken {
-			d.condition = dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
-				"kpack build %s rebuilds the app's droplet, but a CFBuild that cf-hnc did not make has the name %s of its rebuild; delete CFBuild %s and cf-hnc makes the rebuild",
-				name, name, name)
-			return nil
-		}
 	}
-	return nil
+	if decision.moveTo == nil {
+		return nil
+	}
+	return r.move(ctx, app, in.current, decision.moveTo, decision.why)
 }
 
 // rebuildNameTaken says whether the kpack Build of this name rebuilds a droplet while a CFBuild
@@ -147,22 +157,22 @@ func rebuildNameTaken(ctx context.Context, c client.Reader, namespace, name stri
 	if kb == nil || err != nil {
 		return false, err
 	}
-	rebuilt, err := rebuiltBuilds(ctx, c, kb)
+	rebuilt, err := staging.RebuiltBuilds(ctx, c, kb)
 	return len(rebuilt) > 0, err
 }
 
 // lineage returns the droplets of a droplet's package: the lineage's first CFBuild and every
 // rebuild of it; and every rebase of the droplet's image, whichever lineage it was filed under
 // (a restage with nothing changed stages the same image again, in a lineage of its own).
-func (r *AppReconciler) lineage(ctx context.Context, current *cfv1alpha1.CFBuild) ([]cfv1alpha1.CFBuild, error) {
-	origin := lineageOf(current)
+func (r *DropletReconciler) lineage(ctx context.Context, current *cfv1alpha1.CFBuild) ([]cfv1alpha1.CFBuild, error) {
+	origin := staging.LineageOf(current)
 	builds := &cfv1alpha1.CFBuildList{}
 	if err := r.client.List(ctx, builds, client.InNamespace(current.Namespace)); err != nil {
 		return nil, err
 	}
 	var lineage []cfv1alpha1.CFBuild
 	for _, b := range builds.Items {
-		rebasesCurrent := b.Status.Rebuild != nil && current.Status.Droplet != nil && sameImage(b.Status.Rebuild.Image, current.Status.Droplet.Registry.Image)
+		rebasesCurrent := b.Status.Rebuild != nil && current.Status.Droplet != nil && cfv1alpha1.SameImage(b.Status.Rebuild.Image, current.Status.Droplet.Registry.Image)
 		if b.Spec.AppRef.Name == current.Spec.AppRef.Name && (b.Name == origin || b.Labels[cfv1alpha1.RebuildOfLabel] == origin || rebasesCurrent) {
 			lineage = append(lineage, b)
 		}
@@ -170,16 +180,8 @@ func (r *AppReconciler) lineage(ctx context.Context, current *cfv1alpha1.CFBuild
 	return lineage, nil
 }
 
-// lineageOf is the first CFBuild of a droplet's lineage: the build that staged its package.
-func lineageOf(b *cfv1alpha1.CFBuild) string {
-	if origin := b.Labels[cfv1alpha1.RebuildOfLabel]; origin != "" {
-		return origin
-	}
-	return b.Name
-}
-
 // builderOf is what the Builder of an Image gives now, or nil if that is not known.
-func (r *AppReconciler) builderOf(ctx context.Context, image *kpackv1alpha2.Image) (*builderStack, error) {
+func (r *DropletReconciler) builderOf(ctx context.Context, image *kpackv1alpha2.Image) (*builderStack, error) {
 	ref := image.Spec.Builder
 	switch ref.Kind {
 	case kpackv1alpha2.ClusterBuilderKind:
@@ -198,17 +200,8 @@ func (r *AppReconciler) builderOf(ctx context.Context, image *kpackv1alpha2.Imag
 	return nil, nil
 }
 
-// rebase starts cf-hnc's own rebase of the app's droplet onto its Builder's run image.
-func (r *AppReconciler) rebase(ctx context.Context, app *cfv1alpha1.CFApp, in dropletInputs) error {
-	image, err := get(ctx, r.client, app.Namespace, app.Name, &kpackv1alpha2.Image{})
-	if image == nil || err != nil {
-		return err
-	}
-	pkg, err := get(ctx, r.client, app.Namespace, in.current.Spec.PackageRef.Name, &cfv1alpha1.CFPackage{})
-	if err != nil {
-		return err
-	}
-	build := desiredRebase(app, in.current, pkg, image, in.builder)
+// rebase starts cf-hnc's own rebase of the app's droplet, the kpack Build the decision made.
+func (r *DropletReconciler) rebase(ctx context.Context, app *cfv1alpha1.CFApp, current *cfv1alpha1.CFBuild, build *kpackv1alpha2.Build) error {
 	if err := r.client.Create(ctx, build); apierrors.IsAlreadyExists(err) {
 		return nil
 	} else if err != nil {
@@ -216,26 +209,26 @@ func (r *AppReconciler) rebase(ctx context.Context, app *cfv1alpha1.CFApp, in dr
 	}
 	r.recorder.Eventf(app, build, corev1.EventTypeNormal, cfv1alpha1.RebaseStartedReason, "Rebase",
 		"rebasing droplet %s onto %s, the latest run image of stack %s (kpack build %s)",
-		in.current.Name, in.builder.runImage, in.builder.stack, build.Name)
+		current.Name, build.Spec.RunImage.Image, build.Spec.LastBuild.StackId, build.Name)
 	return nil
 }
 
-// move points the app at another droplet and says why.
-func (r *AppReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, to *cfv1alpha1.CFBuild, why string) error {
+// move points the app at another droplet and says why. It patches a copy: the app keeps the
+// status this reconcile computed, which the deferred report writes.
+func (r *DropletReconciler) move(ctx context.Context, app *cfv1alpha1.CFApp, from, to *cfv1alpha1.CFBuild, why string) error {
+	moved := app.DeepCopy()
 	patch := client.MergeFromWithOptions(app.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	app.Spec.CurrentDropletRef.Name = to.Name
-	reported := app.Status.DeepCopy()
-	if err := r.client.Patch(ctx, app, patch); err != nil {
+	moved.Spec.CurrentDropletRef.Name = to.Name
+	if err := r.client.Patch(ctx, moved, patch); err != nil {
 		return err
 	}
-	app.Status = *reported
 	r.recorder.Eventf(app, to, corev1.EventTypeNormal, cfv1alpha1.DropletUpgradedReason, "Upgrade",
 		"moved from droplet %s to %s, %s", from.Name, to.Name, why)
 	return nil
 }
 
 // upgradePolicy is the BuildpackUpgradePolicy of the org of a space namespace.
-func (r *AppReconciler) upgradePolicy(ctx context.Context, namespace string) (cfv1alpha1.BuildpackUpgradePolicy, error) {
+func (r *DropletReconciler) upgradePolicy(ctx context.Context, namespace string) (cfv1alpha1.BuildpackUpgradePolicy, error) {
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return "", err
@@ -258,11 +251,11 @@ func builderKey(kind, namespace, name string) string {
 	return kind + "/" + namespace + "/" + name
 }
 
-// SetupWithManager registers the reconciler: it runs for CFApps, for their CFBuilds, kpack
-// Images and kpack Builds, for every app of an org whose upgrade policy changed (a held droplet
-// may now be deployed), and for every app whose Image builds with a Builder or ClusterBuilder
-// that changed (a new run image is a stack fix to roll out).
-func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager registers the reconciler and the gauges of apps: it runs for CFApps, for
+// their CFBuilds, kpack Images and kpack Builds, for every app of an org whose upgrade policy
+// changed (a held droplet may now be deployed), and for every app whose Image builds with a
+// Builder or ClusterBuilder that changed (a new run image is a stack fix to roll out).
+func (r *DropletReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := registerMetrics(mgr.GetClient()); err != nil {
 		return err
 	}
@@ -272,16 +265,8 @@ func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	appOf := func(name func(client.Object) string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
-			if app := name(o); app != "" {
-				return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: app}}}
-			}
-			return nil
-		})
-	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("cfapp").
+		Named("droplet").
 		For(&cfv1alpha1.CFApp{}).
 		Watches(&cfv1alpha1.CFBuild{}, appOf(func(o client.Object) string { return o.(*cfv1alpha1.CFBuild).Spec.AppRef.Name })).
 		Watches(&kpackv1alpha2.Image{}, appOf(client.Object.GetName)).
@@ -298,8 +283,18 @@ func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// appOf maps an object to the app that name says it belongs to, in its namespace.
+func appOf(name func(client.Object) string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+		if app := name(o); app != "" {
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: app}}}
+		}
+		return nil
+	})
+}
+
 // appsBuildingWith maps a Builder or ClusterBuilder to the apps whose Image builds with it.
-func (r *AppReconciler) appsBuildingWith(ctx context.Context, o client.Object) []ctrl.Request {
+func (r *DropletReconciler) appsBuildingWith(ctx context.Context, o client.Object) []ctrl.Request {
 	kind := kpackv1alpha2.BuilderKind
 	if _, ok := o.(*kpackv1alpha2.ClusterBuilder); ok {
 		kind = kpackv1alpha2.ClusterBuilderKind
@@ -316,7 +311,7 @@ func (r *AppReconciler) appsBuildingWith(ctx context.Context, o client.Object) [
 }
 
 // appsOfOrg maps an org to the apps of all its spaces.
-func (r *AppReconciler) appsOfOrg(ctx context.Context, org client.Object) []ctrl.Request {
+func (r *DropletReconciler) appsOfOrg(ctx context.Context, org client.Object) []ctrl.Request {
 	spaces := &cfv1alpha1.CFSpaceList{}
 	if err := r.client.List(ctx, spaces, client.InNamespace(org.GetName())); err != nil {
 		return nil
@@ -332,4 +327,13 @@ func (r *AppReconciler) appsOfOrg(ctx context.Context, org client.Object) []ctrl
 		}
 	}
 	return requests
+}
+
+// get reads an object, or returns nil if it does not exist.
+func get[T client.Object](ctx context.Context, c client.Reader, namespace, name string, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return none, client.IgnoreNotFound(err)
+	}
+	return obj, nil
 }

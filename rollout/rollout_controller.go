@@ -1,4 +1,4 @@
-package builders
+package rollout
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"code.cloudfoundry.org/cf-hnc/staging"
 )
 
 // rolloutKey is the one request of the rollout reconciler: it decides for all pods at once.
@@ -43,7 +45,7 @@ func NewRolloutReconciler(c client.Client, limit int) *RolloutReconciler {
 // Reconcile lifts the gate of the rebuild pods whose turn it is.
 func (r *RolloutReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	pods := &corev1.PodList{}
-	if err := r.client.List(ctx, pods, client.MatchingLabelsSelector{Selector: BuildPodSelector}); err != nil {
+	if err := r.client.List(ctx, pods, client.MatchingLabelsSelector{Selector: staging.BuildPodSelector}); err != nil {
 		return ctrl.Result{}, err
 	}
 	tree, err := r.treeNamespaces(ctx)
@@ -67,7 +69,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl
 // release lifts the rollout gate of a pod.
 func (r *RolloutReconciler) release(ctx context.Context, pod *corev1.Pod) error {
 	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pod.Spec.SchedulingGates = slices.DeleteFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == RolloutGate })
+	pod.Spec.SchedulingGates = slices.DeleteFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == Gate })
 	if err := r.client.Patch(ctx, pod, patch); err != nil {
 		return err
 	}
@@ -105,9 +107,12 @@ func (r *RolloutReconciler) forgetSeen(pods []corev1.Pod) {
 	}
 }
 
-// SetupWithManager registers the reconciler: any change of a paced pod (made, let run,
-// finished, deleted) may let another one run.
+// SetupWithManager registers the reconciler and its gauge: any change of a paced pod (made, let
+// run, finished, deleted) may let another one run.
 func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := registerMetrics(); err != nil {
+		return err
+	}
 	paced := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetAnnotations()[PacedAnnotation]
 		return ok

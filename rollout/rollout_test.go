@@ -1,4 +1,4 @@
-package builders
+package rollout
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
+
+	"code.cloudfoundry.org/cf-hnc/staging"
 )
 
 var _ = Describe("pacing rebuilds", func() {
@@ -104,7 +106,7 @@ var _ = Describe("pacing rebuilds", func() {
 		for _, pod := range pods {
 			pod.Spec.Containers = []corev1.Container{{Name: "completion", Image: "lifecycle", Env: []corev1.EnvVar{{Name: "CNB_PLATFORM_API", Value: "0.13"}}}}
 			pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kpack"}}
-			obj, err := TrimBuildPod(&pod)
+			obj, err := staging.TrimBuildPod(&pod)
 			Expect(err).NotTo(HaveOccurred())
 			trimmed := obj.(*corev1.Pod)
 			Expect(trimmed.Spec.Containers).To(BeEmpty())
@@ -118,16 +120,6 @@ var _ = Describe("pacing rebuilds", func() {
 		Expect(released(kept)).To(Equal(released(whole)))
 		Expect([]int{kept.running, kept.waiting}).To(Equal([]int{whole.running, whole.waiting}))
 		Expect([]int{kept.running, kept.waiting}).To(Equal([]int{3, 1}), "running, waiting")
-	})
-
-	It("keeps why the scheduler cannot place a build pod, and no other condition", func() {
-		pod := gatedPod("waiting", "CONFIG", 0)
-		noNode := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
-			Message: "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/disk-pressure: }."}
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}, noNode}
-		obj, err := TrimBuildPod(&pod)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(obj.(*corev1.Pod).Status.Conditions).To(ConsistOf(noNode))
 	})
 
 	It("counts the pods it let run as running, whatever a stale cache says", func() {

@@ -1,4 +1,4 @@
-package builders
+package staging
 
 import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
@@ -59,14 +59,4 @@ func defaultBuilderRef(config *cfv1alpha1.SpaceBuildConfig) corev1.ObjectReferen
 		return corev1.ObjectReference{Kind: kpackv1alpha2.ClusterBuilderKind, Name: config.Builder.ClusterBuilder}
 	}
 	return corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: config.Builder.Name}
-}
-
-// stagedBuild returns the CFBuild that a kpack Build stages, from its environment.
-func stagedBuild(b *kpackv1alpha2.Build) string {
-	for _, env := range b.Spec.Env {
-		if env.Name == cfv1alpha1.BuildGUIDEnv {
-			return env.Value
-		}
-	}
-	return ""
 }

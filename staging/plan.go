@@ -1,4 +1,4 @@
-package builders
+package staging
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
+	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/logtext"
 )
 
@@ -29,7 +30,7 @@ type stagingInputs struct {
 	// there is none.
 	kpackBuild *kpackv1alpha2.Build
 	// rebuilt are, for a rebuild, the CFBuilds whose droplet its kpack Build may rebuild: what
-	// the kpack Build bears out (rebuildMismatch).
+	// the kpack Build bears out (RebuildMismatch).
 	rebuilt []cfv1alpha1.CFBuild
 	// processes are the droplet's processes, read once the kpack Build succeeded.
 	processes []cfv1alpha1.ProcessType
@@ -46,6 +47,10 @@ type stagingInputs struct {
 	defaultBuilder *kpackv1alpha2.Builder
 	// dedicated is the dedicated Builder of the build's lifecycle as it is, if there is one.
 	dedicated *kpackv1alpha2.Builder
+	// owned are the dedicated Builders of the namespace that the app owns.
+	owned []kpackv1alpha2.Builder
+	// image is the app's kpack Image as it is; nil if there is none.
+	image *kpackv1alpha2.Image
 	// limits bound the build pods, as the manager was configured.
 	limits BuildLimits
 }
@@ -62,6 +67,9 @@ type stagingPlan struct {
 	dedicated *kpackv1alpha2.Builder
 	// image is the app's Image to apply; nil until the build can start.
 	image *kpackv1alpha2.Image
+	// release are the app's dedicated Builders that its Image no longer builds with: the app
+	// stops owning them, and one that no other app owns is deleted.
+	release []builderRelease
 }
 
 // planStaging decides the next step of a CFBuild: follow its kpack Build, or wait for what it
@@ -90,8 +98,8 @@ func planStaging(in stagingInputs) stagingPlan {
 	config := in.space.Status.Build
 	var p stagingPlan
 	builderRef := defaultBuilderRef(config)
-	if lifecycle := effectiveLifecycle(build, in.app); !usesDefaultBuilder(lifecycle, in.defaultBuilder) {
-		p.dedicated = desiredDedicatedBuilder(build.Namespace, lifecycle, in.defaultBuilder, config)
+	if lifecycle := builders.EffectiveLifecycle(build, in.app); !builders.UsesDefaultBuilder(lifecycle, in.defaultBuilder) {
+		p.dedicated = builders.DesiredDedicatedBuilder(build.Namespace, lifecycle, in.defaultBuilder, config)
 		if in.dedicated == nil || !buildconfig.Ready(&in.dedicated.Status, in.dedicated.Generation) {
 			if cannot := builderFailure(in.dedicated, p.dedicated); cannot != "" {
 				return failed(cfv1alpha1.BuilderNotReadyReason, "kpack cannot make Builder %s, of stack %s and the buildpacks the lifecycle names: %s",
@@ -104,6 +112,7 @@ func planStaging(in stagingInputs) stagingPlan {
 		builderRef.Kind, builderRef.Name = kpackv1alpha2.BuilderKind, p.dedicated.Name
 	}
 	p.image = desiredImage(in.app, build, in.pkg, builderRef, config, in.limits)
+	p.release = planRelease(in.owned, in.app, builderRef)
 	message := fmt.Sprintf("waiting for kpack to start a build of Image %s with %s %s", in.app.Name, builderRef.Kind, builderRef.Name)
 	p.conditions = []metav1.Condition{
 		{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionTrue, Reason: cfv1alpha1.BuildScheduledReason, Message: message},
@@ -171,7 +180,7 @@ func follow(in stagingInputs) stagingPlan {
 	}
 	_, rebuild := in.build.Labels[cfv1alpha1.KpackBuildLabel]
 	if rebuild {
-		if mismatch := rebuildMismatch(in.build, kb, in.rebuilt); mismatch != "" {
+		if mismatch := RebuildMismatch(in.build, kb, in.rebuilt); mismatch != "" {
 			return failed(cfv1alpha1.NotARebuildReason,
 				"CFBuild %s is marked as a rebuild, but %s: cf-hnc takes no droplet from it; delete it", in.build.Name, mismatch)
 		}
@@ -238,17 +247,6 @@ type failedStep struct {
 	log string
 }
 
-// failedStepOf is the first step of a build pod that exited with an error, in the pod's
-// order, nil if there is none.
-func failedStepOf(pod *corev1.Pod) *failedStep {
-	for _, s := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
-		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-			return &failedStep{name: s.Name, exitCode: t.ExitCode, stopped: stoppedBy(pod, s.Name, t), log: t.Message}
-		}
-	}
-	return nil
-}
-
 // stoppedBy says which limit stopped a failed step of a build pod, "" if none did: the
 // kubelet stops a pod past its deadline (the build timeout) and evicts one over its disk
 // limit, saying so on the pod; the kernel kills a step over its memory limit (OOMKilled).
@@ -312,13 +310,6 @@ func droplet(kb *kpackv1alpha2.Build, space *cfv1alpha1.SpaceBuildConfig, proces
 		d.Buildpacks = append(d.Buildpacks, cfv1alpha1.BuildpackVersion{ID: bp.Id, Version: bp.Version})
 	}
 	return d
-}
-
-// finished says whether a CFBuild reached its end: Succeeded is True or False for its
-// current generation.
-func finished(build *cfv1alpha1.CFBuild) bool {
-	c := meta.FindStatusCondition(build.Status.Conditions, cfv1alpha1.SucceededCondition)
-	return c != nil && c.Status != metav1.ConditionUnknown && c.ObservedGeneration == build.Generation
 }
 
 func conditionMessage(c *metav1.Condition) string {

@@ -1,14 +1,19 @@
-package builders
+package staging
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/builders"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 // readyToStage is a build whose app, package, space and default Builder are all there.
@@ -31,14 +36,6 @@ func readyToStage() stagingInputs {
 		defaultBuilder: defaultBuilder,
 		limits:         DefaultBuildLimits(),
 	}
-}
-
-func readyBuilder(b *kpackv1alpha2.Builder) *kpackv1alpha2.Builder {
-	b = b.DeepCopy()
-	b.Generation = 1
-	b.Status.ObservedGeneration = 1
-	b.Status.Conditions = corev1alpha1.Conditions{{Type: corev1alpha1.ConditionReady, Status: corev1.ConditionTrue}}
-	return b
 }
 
 var _ = Describe("planning a build", func() {
@@ -78,9 +75,34 @@ var _ = Describe("planning a build", func() {
 		Expect(p.dedicated).NotTo(BeNil())
 		Expect(p.image).To(BeNil())
 
-		in.dedicated = readyBuilder(p.dedicated)
+		in.dedicated = cftest.ReadyBuilder(p.dedicated)
 		p = planStaging(in)
 		Expect(p.image.Spec.Builder).To(Equal(corev1.ObjectReference{Kind: kpackv1alpha2.BuilderKind, Name: in.dedicated.Name}))
+	})
+
+	It("lets go of the app's dedicated Builders that its Image no longer builds with: deletes one that only the app owns", func() {
+		in := readyToStage()
+		owner := func(uid string) metav1.OwnerReference {
+			return metav1.OwnerReference{APIVersion: cfv1alpha1.GroupVersion.String(), Kind: "CFApp", Name: uid, UID: types.UID(uid)}
+		}
+		dedicated := func(name string, owners ...metav1.OwnerReference) kpackv1alpha2.Builder {
+			return kpackv1alpha2.Builder{ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: name, OwnerReferences: owners}}
+		}
+		in.owned = []kpackv1alpha2.Builder{dedicated("alone", owner("app-uid")), dedicated("shared", owner("other-uid"), owner("app-uid"))}
+		released := func(p stagingPlan) []string {
+			var names []string
+			for _, r := range p.release {
+				names = append(names, fmt.Sprintf("%s delete=%t", r.builder.Name, r.delete))
+			}
+			return names
+		}
+		Expect(released(planStaging(in))).To(ConsistOf("alone delete=true", "shared delete=false"))
+
+		By("and keeps the one it builds with")
+		in.build.Spec.Lifecycle.Data.Buildpacks = []string{"paketo-buildpacks/nodejs"}
+		in.dedicated = cftest.ReadyBuilder(planStaging(in).dedicated)
+		in.owned = append(in.owned, dedicated(in.dedicated.Name, owner("app-uid")))
+		Expect(released(planStaging(in))).To(ConsistOf("alone delete=true", "shared delete=false"))
 	})
 
 	DescribeTable("fails a build only once kpack reports its dedicated Builder not Ready for the spec cf-hnc wants",
@@ -111,7 +133,7 @@ var _ = Describe("planning a build", func() {
 	)
 
 	It("carries kpack's error of its last attempt, else its Ready message", func() {
-		b := readyBuilder(desiredDedicatedBuilder("space-1", cfv1alpha1.LifecycleData{Buildpacks: []string{"x"}}, defaultBuilder, space))
+		b := cftest.ReadyBuilder(builders.DesiredDedicatedBuilder("space-1", cfv1alpha1.LifecycleData{Buildpacks: []string{"x"}}, defaultBuilder, space))
 		b.Status.Conditions = corev1alpha1.Conditions{
 			{Type: corev1alpha1.ConditionReady, Status: corev1.ConditionFalse, Message: kpackv1alpha2.NoLatestImageMessage},
 			{Type: kpackv1alpha2.ConditionUpToDate, Status: corev1.ConditionFalse, Message: "no such buildpack"},
@@ -137,13 +159,13 @@ var _ = Describe("checking a rebuild against its kpack Build", func() {
 
 	DescribeTable("accepts exactly the CFBuild that cf-hnc makes of the kpack Build, for any droplet it may rebuild",
 		func(change func(*cfv1alpha1.CFBuild), differs string) {
-			build := desiredRebuild(kb, &rebuilt[1])
+			build := DesiredRebuild(kb, &rebuilt[1])
 			change(build)
 			if differs == "" {
-				Expect(rebuildMismatch(build, kb, rebuilt)).To(BeEmpty())
+				Expect(RebuildMismatch(build, kb, rebuilt)).To(BeEmpty())
 				return
 			}
-			Expect(rebuildMismatch(build, kb, rebuilt)).To(And(
+			Expect(RebuildMismatch(build, kb, rebuilt)).To(And(
 				HavePrefix(`kpack build app-build-2 makes CFBuild app-build-2 of app app, package app-package, lineage "first", kpack build number "2", reasons "BUILDPACK", and this is `),
 				ContainSubstring(differs)))
 		},
@@ -157,11 +179,11 @@ var _ = Describe("checking a rebuild against its kpack Build", func() {
 	)
 
 	It("accepts no rebuild of a kpack Build that rebuilds nothing", func() {
-		Expect(rebuildMismatch(desiredRebuild(kb, &rebuilt[0]), kb, nil)).To(Equal("kpack build app-build-2 rebuilds no droplet in this namespace"))
+		Expect(RebuildMismatch(DesiredRebuild(kb, &rebuilt[0]), kb, nil)).To(Equal("kpack build app-build-2 rebuilds no droplet in this namespace"))
 	})
 
 	It("takes no droplet from a succeeded kpack Build that does not bear the rebuild out, and says why", func() {
-		build := desiredRebuild(kb, &rebuilt[0])
+		build := DesiredRebuild(kb, &rebuilt[0])
 		build.Spec = origin("first", "victim").Spec
 		succeeded := kb.DeepCopy()
 		succeeded.Status.Conditions = corev1alpha1.Conditions{{Type: corev1alpha1.ConditionSucceeded, Status: corev1.ConditionTrue}}
@@ -173,7 +195,7 @@ var _ = Describe("checking a rebuild against its kpack Build", func() {
 		Expect(p.droplet).To(BeNil())
 		Expect(p.rebuild).To(BeNil())
 
-		p = planStaging(stagingInputs{build: desiredRebuild(kb, &rebuilt[0]), space: &cfv1alpha1.CFSpace{}, following: kb.Name, kpackBuild: succeeded, rebuilt: rebuilt})
+		p = planStaging(stagingInputs{build: DesiredRebuild(kb, &rebuilt[0]), space: &cfv1alpha1.CFSpace{}, following: kb.Name, kpackBuild: succeeded, rebuilt: rebuilt})
 		Expect(p.droplet).To(HaveField("Registry.Image", succeeded.Status.LatestImage), "the rebuild that the kpack Build bears out")
 		Expect(p.rebuild).NotTo(BeNil())
 	})

@@ -1,4 +1,4 @@
-package builders
+package upgrades
 
 import (
 	"cmp"
@@ -10,14 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/staging"
 )
-
-// stackOnly is kpack's reason for a build that only rebases a droplet on a new run image, when
-// the Builder's stack id is the droplet's; kpack gives the same reason for a move to another
-// stack, which is a build from source.
-const stackOnly = "STACK"
 
 // dropletInputs is what the droplet an app should run depends on, as observed.
 type dropletInputs struct {
@@ -33,6 +30,13 @@ type dropletInputs struct {
 	builder *builderStack
 	// kpackLatest is the latest Build of the app's kpack Image; nil if there is none.
 	kpackLatest *kpackv1alpha2.Build
+	// image is the app's kpack Image, and pkg the package of the current droplet: what cf-hnc's
+	// own rebase builds with. Either is nil if it does not exist.
+	image *kpackv1alpha2.Image
+	pkg   *cfv1alpha1.CFPackage
+	// takenRebuilds are the names of rebuilds that the app's stack fix may wait for which
+	// CFBuilds hold that are not those rebuilds (rebuildNameTaken).
+	takenRebuilds sets.Set[string]
 }
 
 // builderStack is what a kpack Builder or ClusterBuilder gives builds.
@@ -56,9 +60,9 @@ type dropletDecision struct {
 	// moveTo is the droplet the app moves to, and why; nil to stay.
 	moveTo *cfv1alpha1.CFBuild
 	why    string
-	// rebase says to start a rebase of the running droplet onto the Builder's run image, a
-	// kpack Build named droplet.Rebuild.
-	rebase bool
+	// rebase is the kpack Build that rebases the running droplet onto the Builder's run image,
+	// named droplet.Rebuild, to start; nil for none.
+	rebase *kpackv1alpha2.Build
 }
 
 // decideDroplet decides what the app runs. A stack fix (a rebuilt droplet that differs from
@@ -66,36 +70,70 @@ type dropletDecision struct {
 // stack, other buildpacks, another lifecycle) is deployed under Automatic and held under Held.
 // The app reconciler rebases the running droplet itself when kpack's Image will not.
 func decideDroplet(in dropletInputs) dropletDecision {
+	d := decideRun(in)
+	if name := takenRebuild(in, d); name != "" {
+		d.condition = dropletCondition(metav1.ConditionFalse, cfv1alpha1.RebuildFailedReason,
+			"kpack build %s rebuilds the app's droplet, but a CFBuild that cf-hnc did not make has the name %s of its rebuild; delete CFBuild %s and cf-hnc makes the rebuild",
+			name, name, name)
+	}
+	return d
+}
+
+// takenRebuild is the name of a rebuild that the decision waits for, or kpack's latest build of
+// the app's Image, that a CFBuild holds which is not that rebuild; "" if none is. The app says
+// so: else it would say Rebuilding, or UpToDate, for ever, and the count of apps by reason
+// would hide it.
+func takenRebuild(in dropletInputs, d dropletDecision) string {
+	var rebuilds []string
+	if d.droplet != nil && d.droplet.Rebuild != nil {
+		rebuilds = append(rebuilds, d.droplet.Rebuild.Name)
+	}
+	if in.kpackLatest != nil {
+		rebuilds = append(rebuilds, in.kpackLatest.Name)
+	}
+	for _, name := range rebuilds {
+		if in.takenRebuilds.Has(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// decideRun decides which droplet the app runs, and how its stack fix goes.
+func decideRun(in dropletInputs) dropletDecision {
 	switch {
 	case in.app.Spec.CurrentDropletRef.Name == "":
 		return dropletDecision{condition: dropletCondition(metav1.ConditionUnknown, cfv1alpha1.NoDropletReason, "the app has no droplet yet")}
 	case in.current == nil:
 		return dropletDecision{condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.DropletMissingReason,
 			"the app's droplet, CFBuild %s, does not exist", in.app.Spec.CurrentDropletRef.Name)}
-	case succeededDroplet(in.current) == nil:
+	case in.current.StagedDroplet() == nil:
 		return dropletDecision{condition: dropletCondition(metav1.ConditionFalse, cfv1alpha1.DropletMissingReason,
 			"the app's droplet, CFBuild %s, has not succeeded", in.current.Name)}
 	}
-	running := succeededDroplet(in.current)
+	running := in.current.StagedDroplet()
 	d := dropletDecision{droplet: &cfv1alpha1.AppDropletStatus{Stack: running.Stack, RunImage: running.RunImage}}
 
 	if upgrade := newestUpgrade(in.lineage, in.current, in.builder); upgrade != nil {
 		if in.policy == cfv1alpha1.AutomaticUpgrades {
 			d.moveTo, d.why = upgrade, fmt.Sprintf("which kpack rebuilt because of %s (%s)",
-				upgrade.Annotations[cfv1alpha1.RebuildReasonAnnotation], describeChange(running, succeededDroplet(upgrade)))
+				upgrade.Annotations[cfv1alpha1.RebuildReasonAnnotation], describeChange(running, upgrade.StagedDroplet()))
 			d.condition = dropletCondition(metav1.ConditionTrue, cfv1alpha1.UpToDateReason, "the app moves to droplet %s", upgrade.Name)
 			return d
 		}
 		d.held = &corev1.LocalObjectReference{Name: upgrade.Name}
 	}
 	fix := planStackFix(in, running)
-	d.droplet.LatestRunImage, d.droplet.Rebuild, d.rebase = fix.latestRunImage, fix.rebuild, fix.start
+	d.droplet.LatestRunImage, d.droplet.Rebuild = fix.latestRunImage, fix.rebuild
+	if fix.start && in.image != nil {
+		d.rebase = desiredRebase(in.app, in.current, in.pkg, in.image, in.builder)
+	}
 	if in.builder != nil {
 		d.droplet.BuilderStack = in.builder.stack
 	}
 	if fix.deploy != nil {
 		d.moveTo, d.why = fix.deploy, fmt.Sprintf("which puts it on the latest run image of stack %s, %s", running.Stack, fix.latestRunImage)
-		d.droplet.RunImage = succeededDroplet(fix.deploy).RunImage
+		d.droplet.RunImage = fix.deploy.StagedDroplet().RunImage
 	}
 	d.condition = d.reason(in, running, fix)
 	return d
@@ -114,7 +152,7 @@ func (d dropletDecision) reason(in dropletInputs, running *cfv1alpha1.BuildDropl
 	case d.held != nil:
 		held := in.heldDroplet(d.held.Name)
 		message := fmt.Sprintf("droplet %s (%s) was rebuilt because of %s and is held by the org's %s policy; set spec.currentDropletRef to %s to run it, or restage the app",
-			held.Name, describeChange(running, succeededDroplet(held)), held.Annotations[cfv1alpha1.RebuildReasonAnnotation], in.policy, held.Name)
+			held.Name, describeChange(running, held.StagedDroplet()), held.Annotations[cfv1alpha1.RebuildReasonAnnotation], in.policy, held.Name)
 		if fix.state == fixUnavailable {
 			message += "; " + fix.message
 		}
@@ -149,21 +187,21 @@ func newestUpgrade(lineage []cfv1alpha1.CFBuild, current *cfv1alpha1.CFBuild, bu
 	newest := map[string]*cfv1alpha1.CFBuild{} // the newest droplet of each content
 	for i := range lineage {
 		b := &lineage[i]
-		droplet := succeededDroplet(b)
+		droplet := b.StagedDroplet()
 		if droplet == nil {
 			continue
 		}
 		key := contentKey(droplet)
-		if f, ok := first[key]; !ok || olderFirst(b, f) < 0 {
+		if f, ok := first[key]; !ok || staging.OlderFirst(b, f) < 0 {
 			first[key] = b
 		}
-		if n, ok := newest[key]; !ok || olderFirst(b, n) > 0 {
+		if n, ok := newest[key]; !ok || staging.OlderFirst(b, n) > 0 {
 			newest[key] = b
 		}
 	}
-	running := succeededDroplet(current)
+	running := current.StagedDroplet()
 	since, ok := first[contentKey(running)]
-	if !ok || olderFirst(current, since) < 0 {
+	if !ok || staging.OlderFirst(current, since) < 0 {
 		since = current
 	}
 	withdrawn := !builder.offers(running)
@@ -171,10 +209,10 @@ func newestUpgrade(lineage []cfv1alpha1.CFBuild, current *cfv1alpha1.CFBuild, bu
 	for key, f := range first {
 		n := newest[key]
 		switch {
-		case sameContent(succeededDroplet(f), running) || !builder.offers(succeededDroplet(f)):
+		case sameContent(f.StagedDroplet(), running) || !builder.offers(f.StagedDroplet()):
 			continue
-		case olderFirst(f, since) > 0 || withdrawn && olderFirst(n, current) > 0:
-			if upgrade == nil || olderFirst(n, upgrade) > 0 {
+		case staging.OlderFirst(f, since) > 0 || withdrawn && staging.OlderFirst(n, current) > 0:
+			if upgrade == nil || staging.OlderFirst(n, upgrade) > 0 {
 				upgrade = n
 			}
 		}
@@ -238,7 +276,7 @@ func planStackFix(in dropletInputs, running *cfv1alpha1.BuildDropletStatus) stac
 		return stackFix{state: fixUnavailable, message: fmt.Sprintf(
 			"%s %s builds stack %s now and gives no run image for stack %s of droplet %s, so no stack fix reaches the app; restage it to move it to stack %s",
 			b.kind, b.name, b.stack, running.Stack, in.current.Name, b.stack)}
-	case sameImage(running.RunImage, b.runImage):
+	case cfv1alpha1.SameImage(running.RunImage, b.runImage):
 		return stackFix{latestRunImage: b.runImage}
 	}
 	fix := stackFix{latestRunImage: b.runImage}
@@ -257,7 +295,7 @@ func planStackFix(in dropletInputs, running *cfv1alpha1.BuildDropletStatus) stac
 		case c.Status == metav1.ConditionTrue:
 			// Not deployable, or rebasedDroplet would have found it.
 			fix.state, fix.rebuild = fixFailed, &corev1.LocalObjectReference{Name: own}
-			fix.message = "it changed more than the run image: " + describeChange(running, succeededDroplet(attempt))
+			fix.message = "it changed more than the run image: " + describeChange(running, attempt.StagedDroplet())
 			return fix
 		default:
 			fix.state, fix.rebuild, fix.message = fixFailed, &corev1.LocalObjectReference{Name: own}, c.Message
@@ -269,7 +307,7 @@ func planStackFix(in dropletInputs, running *cfv1alpha1.BuildDropletStatus) stac
 		switch {
 		case isRebaseOnto(k, running, b.runImage) || !k.IsSuccess():
 			return fix.running(k.Name, "kpack build %s of the app's Image runs; the stack fix of droplet %s follows it", k.Name, in.current.Name)
-		case sameImage(k.Status.LatestImage, running.Registry.Image) && !sameImage(k.Status.Stack.RunImage, b.runImage):
+		case cfv1alpha1.SameImage(k.Status.LatestImage, running.Registry.Image) && !cfv1alpha1.SameImage(k.Status.Stack.RunImage, b.runImage):
 			return fix.running(k.Name, "waiting for kpack to rebase droplet %s onto the latest run image of stack %s", in.current.Name, running.Stack)
 		}
 	}
@@ -287,8 +325,8 @@ func (f stackFix) running(rebuild, format string, args ...any) stackFix {
 func rebasedDroplet(lineage []cfv1alpha1.CFBuild, running *cfv1alpha1.BuildDropletStatus, runImage string) *cfv1alpha1.CFBuild {
 	var found *cfv1alpha1.CFBuild
 	for i := range lineage {
-		d := succeededDroplet(&lineage[i])
-		if d != nil && sameContent(d, running) && sameImage(d.RunImage, runImage) && (found == nil || olderFirst(&lineage[i], found) > 0) {
+		d := lineage[i].StagedDroplet()
+		if d != nil && sameContent(d, running) && cfv1alpha1.SameImage(d.RunImage, runImage) && (found == nil || staging.OlderFirst(&lineage[i], found) > 0) {
 			found = &lineage[i]
 		}
 	}
@@ -301,20 +339,20 @@ func rebasesOnto(lineage []cfv1alpha1.CFBuild, running *cfv1alpha1.BuildDropletS
 	var attempts []*cfv1alpha1.CFBuild
 	for i := range lineage {
 		b := &lineage[i]
-		if r := b.Status.Rebuild; r != nil && b.Annotations[cfv1alpha1.RebuildReasonAnnotation] == stackOnly &&
-			sameImage(r.Image, running.Registry.Image) && sameImage(r.RunImage, runImage) {
+		if r := b.Status.Rebuild; r != nil && b.Annotations[cfv1alpha1.RebuildReasonAnnotation] == staging.RebaseReason &&
+			cfv1alpha1.SameImage(r.Image, running.Registry.Image) && cfv1alpha1.SameImage(r.RunImage, runImage) {
 			attempts = append(attempts, b)
 		}
 	}
-	slices.SortFunc(attempts, olderFirst)
+	slices.SortFunc(attempts, staging.OlderFirst)
 	return attempts
 }
 
 // isRebaseOnto says whether a kpack Build rebases the running droplet onto runImage.
 func isRebaseOnto(kb *kpackv1alpha2.Build, running *cfv1alpha1.BuildDropletStatus, runImage string) bool {
 	last := kb.Spec.LastBuild
-	return kb.Annotations[kpackv1alpha2.BuildReasonAnnotation] == stackOnly && last != nil &&
-		last.StackId == running.Stack && sameImage(last.Image, running.Registry.Image) && sameImage(kb.Spec.RunImage.Image, runImage)
+	return kb.Annotations[kpackv1alpha2.BuildReasonAnnotation] == staging.RebaseReason && last != nil &&
+		last.StackId == running.Stack && cfv1alpha1.SameImage(last.Image, running.Registry.Image) && cfv1alpha1.SameImage(kb.Spec.RunImage.Image, runImage)
 }
 
 // latestKpackBuild is the Build of an Image with the highest build number.
@@ -323,7 +361,7 @@ func latestKpackBuild(builds []kpackv1alpha2.Build) *kpackv1alpha2.Build {
 		return nil
 	}
 	latest := slices.MaxFunc(builds, func(a, b kpackv1alpha2.Build) int {
-		return cmp.Or(cmp.Compare(buildNumber(&a), buildNumber(&b)), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(staging.BuildNumber(&a), staging.BuildNumber(&b)), cmp.Compare(a.Name, b.Name))
 	})
 	return &latest
 }

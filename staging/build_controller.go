@@ -1,11 +1,10 @@
-package builders
+package staging
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 
 	kauth "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
@@ -22,12 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/apply"
 	"code.cloudfoundry.org/cf-hnc/internal/status"
 )
 
-// fieldOwner is the server-side apply field manager of the Images and Builders this package
-// writes.
+// fieldOwner is the server-side apply field manager of the Images and dedicated Builders that
+// staging writes; the name they have had since staging lived in package builders.
 const fieldOwner = client.FieldOwner("cf-hnc-builders")
 
 // waitingIndex indexes the CFBuilds that have not finished by what they may wait for
@@ -47,7 +47,7 @@ func waitingOn(kind, name string) string { return kind + "/" + name }
 // waitingKeys are the keys of a CFBuild in waitingIndex: none once it finished.
 func waitingKeys(o client.Object) []string {
 	build := o.(*cfv1alpha1.CFBuild)
-	if finished(build) {
+	if build.Finished() {
 		return nil
 	}
 	return []string{onSpace, waitingOn("CFApp", build.Spec.AppRef.Name), waitingOn("CFPackage", build.Spec.PackageRef.Name)}
@@ -95,7 +95,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 	if err := r.client.Get(ctx, req.NamespacedName, build); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if finished(build) {
+	if build.Finished() {
 		return ctrl.Result{}, nil
 	}
 	report := r.reporter.Track(build)
@@ -120,7 +120,8 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 
 // observe reads what staging a build depends on: while it follows a kpack Build, that Build
 // (and the droplet, once it succeeded); before, the app, the package, the app's other builds,
-// the space's build configuration and Builders.
+// the space's build configuration and Builders, the app's Image and the dedicated Builders it
+// owns.
 func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild) (stagingInputs, error) {
 	in := stagingInputs{build: build, limits: r.limits}
 	var err error
@@ -137,7 +138,7 @@ func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild
 	}
 	if kb := in.kpackBuild; kb != nil {
 		if _, rebuild := build.Labels[cfv1alpha1.KpackBuildLabel]; rebuild {
-			if in.rebuilt, err = rebuiltBuilds(ctx, r.client, kb); err != nil {
+			if in.rebuilt, err = RebuiltBuilds(ctx, r.client, kb); err != nil {
 				return in, err
 			}
 		}
@@ -167,14 +168,20 @@ func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild
 	if in.defaultBuilder, err = get(ctx, r.client, config.Builder.From, config.Builder.Name, &kpackv1alpha2.Builder{}); in.defaultBuilder == nil || err != nil {
 		return in, err
 	}
-	if lifecycle := effectiveLifecycle(build, in.app); !usesDefaultBuilder(lifecycle, in.defaultBuilder) {
-		in.dedicated, err = get(ctx, r.client, build.Namespace, dedicatedBuilderName(lifecycle, in.defaultBuilder), &kpackv1alpha2.Builder{})
+	if lifecycle := builders.EffectiveLifecycle(build, in.app); !builders.UsesDefaultBuilder(lifecycle, in.defaultBuilder) {
+		if in.dedicated, err = get(ctx, r.client, build.Namespace, builders.DedicatedBuilderName(lifecycle, in.defaultBuilder), &kpackv1alpha2.Builder{}); err != nil {
+			return in, err
+		}
 	}
+	if in.image, err = get(ctx, r.client, build.Namespace, in.app.Name, &kpackv1alpha2.Image{}); err != nil {
+		return in, err
+	}
+	in.owned, err = r.ownedBuilders(ctx, in.app)
 	return in, err
 }
 
 // act applies what the plan says: the dedicated Builder, owned by the app, then the app's
-// Image; and it lets go of the app's dedicated Builders that its Image no longer uses.
+// Image; and it lets go of the app's dedicated Builders that the plan releases.
 func (r *BuildReconciler) act(ctx context.Context, in stagingInputs, plan stagingPlan) error {
 	if plan.dedicated != nil {
 		wrote, err := apply.Object(ctx, r.client, in.dedicated, plan.dedicated, fieldOwner)
@@ -192,14 +199,10 @@ func (r *BuildReconciler) act(ctx context.Context, in stagingInputs, plan stagin
 	if plan.image == nil {
 		return nil
 	}
-	current, err := get(ctx, r.client, plan.image.Namespace, plan.image.Name, &kpackv1alpha2.Image{})
-	if err != nil {
+	if _, err := apply.Object(ctx, r.client, in.image, plan.image, fieldOwner); err != nil {
 		return err
 	}
-	if _, err := apply.Object(ctx, r.client, current, plan.image, fieldOwner); err != nil {
-		return err
-	}
-	return r.releaseBuilders(ctx, in.app, plan.image.Spec.Builder)
+	return r.release(ctx, in.app, plan.release)
 }
 
 // kpackBuildOf returns the kpack Build a CFBuild already follows: the one it found for itself,
@@ -315,26 +318,11 @@ func (r *BuildReconciler) kpackBuildStaging(ctx context.Context, build *cfv1alph
 	var first *kpackv1alpha2.Build
 	for i := range builds.Items {
 		kb := &builds.Items[i]
-		if stagedBuild(kb) == build.Name && (first == nil || buildNumber(kb) < buildNumber(first)) {
+		if StagedBuild(kb) == build.Name && (first == nil || BuildNumber(kb) < BuildNumber(first)) {
 			first = kb
 		}
 	}
 	return first, nil
-}
-
-// buildNumber is kpack's number of a build of an Image.
-func buildNumber(kb *kpackv1alpha2.Build) int {
-	n, _ := strconv.Atoi(kb.Labels[kpackv1alpha2.BuildNumberLabel])
-	return n
-}
-
-// get reads an object, or returns nil if it does not exist.
-func get[T client.Object](ctx context.Context, c client.Reader, namespace, name string, obj T) (T, error) {
-	var none T
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
-		return none, client.IgnoreNotFound(err)
-	}
-	return obj, nil
 }
 
 // SetupWithManager registers the reconciler: it runs for CFBuilds, for kpack Builds and their
@@ -378,7 +366,7 @@ var queueChanged = predicate.Funcs{
 	CreateFunc: func(event.CreateEvent) bool { return true },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, build := e.ObjectOld.(*cfv1alpha1.CFBuild), e.ObjectNew.(*cfv1alpha1.CFBuild)
-		return finished(build) && !finished(old) || !build.DeletionTimestamp.IsZero() && old.DeletionTimestamp.IsZero()
+		return build.Finished() && !old.Finished() || !build.DeletionTimestamp.IsZero() && old.DeletionTimestamp.IsZero()
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -428,7 +416,7 @@ func (r *BuildReconciler) waitingFor(ctx context.Context, namespace, key string)
 // CFBuild named after it.
 func stagingRequests(kb *kpackv1alpha2.Build) []ctrl.Request {
 	requests := []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: kb.Name}}}
-	if guid := stagedBuild(kb); guid != "" {
+	if guid := StagedBuild(kb); guid != "" {
 		requests = append(requests, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: kb.Namespace, Name: guid}})
 	}
 	return requests

@@ -1,4 +1,4 @@
-package builders
+package upgrades
 
 import (
 	"time"
@@ -8,7 +8,10 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
@@ -108,6 +111,8 @@ func running(current cfv1alpha1.CFBuild, policy cfv1alpha1.BuildpackUpgradePolic
 		policy:      policy,
 		builder:     builder,
 		kpackLatest: kpackLatest,
+		image: &kpackv1alpha2.Image{ObjectMeta: metav1.ObjectMeta{Namespace: "space", Name: "app"},
+			Spec: kpackv1alpha2.ImageSpec{Tag: "registry.local/org/app", ServiceAccountName: "cf-build-org"}},
 	}
 }
 
@@ -125,7 +130,7 @@ var _ = Describe("deciding an app's droplet", func() {
 	}
 	decide := func(in dropletInputs) outcome {
 		d := decideDroplet(in)
-		o := outcome{reason: d.condition.Reason, rebase: d.rebase}
+		o := outcome{reason: d.condition.Reason, rebase: d.rebase != nil}
 		if d.moveTo != nil {
 			o.moveTo = d.moveTo.Name
 		}
@@ -205,6 +210,34 @@ var _ = Describe("deciding an app's droplet", func() {
 			outcome{reason: cfv1alpha1.UpgradeHeldReason, held: "m"}, "gives no run image for stack "+jammy),
 	)
 
+	It("starts cf-hnc's own rebase as a kpack Build of the droplet onto the Builder's run image, named as the status says", func() {
+		in := running(a, held, builderOn(jammy, r2), kpackBuild("CONFIG", corev1.ConditionFalse, a.Status.Droplet.Registry.Image, r1, "", ""))
+		d := decideDroplet(in)
+		Expect(d.rebase).To(And(Not(BeNil()), HaveField("Name", own), HaveField("Spec.RunImage.Image", r2),
+			HaveField("Spec.LastBuild", Equal(&kpackv1alpha2.LastBuild{Image: a.Status.Droplet.Registry.Image, StackId: jammy}))))
+		Expect(d.droplet.Rebuild).To(Equal(&corev1.LocalObjectReference{Name: own}))
+
+		By("not without the app's Image, which it pushes to")
+		in.image = nil
+		Expect(decideDroplet(in).rebase).To(BeNil())
+	})
+
+	DescribeTable("says RebuildFailed when a CFBuild that cf-hnc did not make holds the name of the rebuild the app waits for",
+		func(in dropletInputs, taken string) {
+			in.takenRebuilds = sets.New(taken)
+			Expect(decideDroplet(in).condition).To(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.RebuildFailedReason),
+				HaveField("Message", ContainSubstring("a CFBuild that cf-hnc did not make has the name %s of its rebuild; delete CFBuild %s", taken, taken))))
+		},
+		Entry("cf-hnc's own rebase", running(a, held, builderOn(jammy, r2), kpackBuild("CONFIG", corev1.ConditionFalse, "", r1, "", "")), own),
+		Entry("kpack's latest build of the Image", running(a, held, builderOn(jammy, r1), kpackBuild("BUILDPACK", corev1.ConditionUnknown, "", r1, "", "")), "app-build-9"),
+	)
+
+	It("says nothing of a taken name that the app does not wait for", func() {
+		in := running(a, held, builderOn(jammy, r1), nil)
+		in.takenRebuilds = sets.New(own)
+		Expect(decideDroplet(in).condition.Reason).To(Equal(cfv1alpha1.UpToDateReason))
+	})
+
 	It("holds an upgrade made before the running droplet's rebase, and nothing older than the running droplet's content", func() {
 		rebasedA := rebaseOf(stagedDroplet(own, 40, jammy, r2, nodejs10), a, r2)
 		Expect(decide(running(rebasedA, held, builderOn(jammy, r2, nodejs11), nil, a, h, h2))).To(Equal(outcome{reason: cfv1alpha1.UpgradeHeldReason, held: "h2"}))
@@ -248,12 +281,6 @@ var _ = Describe("droplet content", func() {
 		}
 	})
 
-	It("compares images by digest, whatever repository names them", func() {
-		Expect(sameImage("registry.local/stack/run@sha256:1", "registry.local/builders/default@sha256:1")).To(BeTrue())
-		Expect(sameImage("registry.local/stack/run@sha256:1", "registry.local/stack/run@sha256:2")).To(BeFalse())
-		Expect(sameImage("", "")).To(BeFalse())
-	})
-
 	It("names cf-hnc's rebase after the app, the droplet and the run image, within a label value", func() {
 		name := rebaseName("4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10", a.Status.Droplet.Registry.Image, r2)
 		Expect(name).To(HavePrefix("4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10-rebase-"))
@@ -261,5 +288,19 @@ var _ = Describe("droplet content", func() {
 		Expect(rebaseName("4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10", a.Status.Droplet.Registry.Image, r2)).To(Equal(name))
 		Expect(rebaseName("4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10", a.Status.Droplet.Registry.Image, "registry.local/run@sha256:r3")).NotTo(Equal(name))
 		Expect(len(rebaseName(string(make([]byte, 63)), "x", "y"))).To(BeNumerically("<=", 63))
+	})
+})
+var _ = Describe("cf-hnc's own rebase of a droplet", func() {
+	It("is bounded by the limits of the app's last staging, as kpack's rebuilds of the Image are", func() {
+		app := &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: "app-guid", UID: "app-uid"}}
+		limits := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		image := &kpackv1alpha2.Image{Spec: kpackv1alpha2.ImageSpec{Tag: "registry.local/org-a/app-guid",
+			Build: &kpackv1alpha2.ImageBuild{Resources: limits, BuildTimeout: ptr.To[int64](900)}}}
+		droplet := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Name: "build-guid"}, Status: cfv1alpha1.CFBuildStatus{
+			Droplet: &cfv1alpha1.BuildDropletStatus{Registry: cfv1alpha1.Registry{Image: "registry.local/app@sha256:aaaa"}, Stack: "jammy"}}}
+		rebase := desiredRebase(app, droplet, nil, image, &builderStack{kind: "ClusterBuilder", name: "cf.default", runImage: "run@sha256:bbbb", image: "builder"})
+		Expect(rebase.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(900)))
+		Expect(rebase.Spec.Resources).To(Equal(image.Spec.Build.Resources))
+		Expect(rebase.Spec.Resources.Limits).To(HaveKey(corev1.ResourceMemory))
 	})
 })

@@ -1,4 +1,4 @@
-package builders
+package staging
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package builders
+package upgrades
 
 import (
 	"crypto/sha256"
@@ -11,12 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/staging"
 )
-
-// RebaseOfLabel is on the kpack Builds with which cf-hnc rebases the droplet an app runs: the
-// name of the CFBuild whose droplet it rebases. The rebuild reconciler makes a CFBuild of such
-// a Build as of any other rebuild.
-const RebaseOfLabel = "workloads.cloudfoundry.org/rebase-of"
 
 // maxAppPart bounds the app's part of a rebase's name: the name is also the value of the
 // label kpack puts on the Build's pod (63 characters at most), and CF app GUIDs have 36.
@@ -26,7 +22,7 @@ const maxAppPart = 36
 // of its CFBuild: the same rebase gets the same name, so a restart makes no second one, and a
 // new run image gets a new one.
 func rebaseName(app, droplet, runImage string) string {
-	sum := sha256.Sum256([]byte(app + "\x00" + digestOf(droplet) + "\x00" + digestOf(runImage)))
+	sum := sha256.Sum256([]byte(app + "\x00" + cfv1alpha1.ImageDigest(droplet) + "\x00" + cfv1alpha1.ImageDigest(runImage)))
 	return app[:min(len(app), maxAppPart)] + "-rebase-" + hex.EncodeToString(sum[:])[:10]
 }
 
@@ -54,9 +50,9 @@ func desiredRebase(app *cfv1alpha1.CFApp, current *cfv1alpha1.CFBuild, pkg *cfv1
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: app.Namespace,
 			Name:      rebaseName(app.Name, droplet.Registry.Image, builder.runImage),
-			Labels:    map[string]string{cfv1alpha1.AppLabel: app.Name, RebaseOfLabel: current.Name},
+			Labels:    map[string]string{cfv1alpha1.AppLabel: app.Name, staging.RebaseOfLabel: current.Name},
 			Annotations: map[string]string{
-				kpackv1alpha2.BuildReasonAnnotation: stackOnly,
+				kpackv1alpha2.BuildReasonAnnotation: staging.RebaseReason,
 				kpackv1alpha2.BuilderKindAnnotation: builder.kind,
 				kpackv1alpha2.BuilderNameAnnotation: builder.name,
 			},

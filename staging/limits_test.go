@@ -1,4 +1,4 @@
-package builders
+package staging
 
 import (
 	"time"
@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
 // stoppedPod is a build pod whose step build exited with 137, as the kubelet leaves it: the
@@ -119,17 +117,4 @@ var _ = Describe("build limits", func() {
 		Entry("negative disk", func(l *BuildLimits) { l.Disk = resource.MustParse("-1Gi") }, "build disk limit -1Gi: must be positive"),
 		Entry("a negative request", func(l *BuildLimits) { l.DiskRequest = resource.MustParse("-1") }, "build disk request -1: must not be negative"),
 	)
-})
-
-var _ = Describe("cf-hnc's own rebase of a droplet", func() {
-	It("is bounded by the limits of the app's last staging, as kpack's rebuilds of the Image are", func() {
-		in := readyToStage()
-		image := planStaging(in).image
-		droplet := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Name: "build-guid"}, Status: cfv1alpha1.CFBuildStatus{
-			Droplet: &cfv1alpha1.BuildDropletStatus{Registry: cfv1alpha1.Registry{Image: "registry.local/app@sha256:aaaa"}, Stack: "jammy"}}}
-		rebase := desiredRebase(in.app, droplet, nil, image, &builderStack{kind: "ClusterBuilder", name: "cf.default", runImage: "run@sha256:bbbb", image: "builder"})
-		Expect(rebase.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(900)))
-		Expect(rebase.Spec.Resources).To(Equal(image.Spec.Build.Resources))
-		Expect(rebase.Spec.Resources.Limits).To(HaveKey(corev1.ResourceMemory))
-	})
 })

@@ -1,4 +1,4 @@
-package builders
+package upgrades
 
 import (
 	"context"
@@ -13,23 +13,16 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// The gauges of a rollout, on the manager's metrics endpoint (controller-runtime's registry):
+// The gauges of apps, on the manager's metrics endpoint (controller-runtime's registry):
 //
 //	cf_hnc_apps{reason}                      apps by the reason of their DropletCurrent condition
 //	cf_hnc_app_run_images{stack, state}      apps by the stack of their droplet and whether it
 //	                                         is on the stack's latest run image ("latest"), on an
 //	                                         older one ("outdated"), on a stack their Builder no
 //	                                         longer gives ("unavailable") or not known ("unknown")
-//	cf_hnc_rebuild_pods{state}               paced rebuild pods of kpack Builds in CF's tree
-//	                                         "waiting" for their turn or "running"
 //
 // During a stack fix, outdated falls to zero as apps are rebased; apps that stay outdated say
 // why in their DropletCurrent reason (Rebuilding, RebuildFailed, ...).
-
-var rebuildPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "cf_hnc_rebuild_pods",
-	Help: "Rebuild pods of kpack Builds in CF's tree that cf-hnc paces, by state: waiting for their turn, or running.",
-}, []string{"state"})
 
 var (
 	appsDesc = prometheus.NewDesc("cf_hnc_apps",
@@ -95,7 +88,7 @@ func runImageState(app *cfv1alpha1.CFApp) string {
 		return "unknown"
 	case d.BuilderStack != d.Stack:
 		return "unavailable"
-	case sameImage(d.RunImage, d.LatestRunImage):
+	case cfv1alpha1.SameImage(d.RunImage, d.LatestRunImage):
 		return "latest"
 	}
 	return "outdated"
@@ -104,16 +97,11 @@ func runImageState(app *cfv1alpha1.CFApp) string {
 // registerMetrics registers the gauges with controller-runtime's registry, replacing those of
 // an earlier manager of this process (the tests run several).
 func registerMetrics(reader client.Reader) error {
-	for _, collector := range []prometheus.Collector{rebuildPods, appsCollector{reader: reader}} {
-		err := metrics.Registry.Register(collector)
-		var registered prometheus.AlreadyRegisteredError
-		if errors.As(err, &registered) {
-			metrics.Registry.Unregister(registered.ExistingCollector)
-			err = metrics.Registry.Register(collector)
-		}
-		if err != nil {
-			return err
-		}
+	collector := appsCollector{reader: reader}
+	err := metrics.Registry.Register(collector)
+	if registered := (prometheus.AlreadyRegisteredError{}); errors.As(err, &registered) {
+		metrics.Registry.Unregister(registered.ExistingCollector)
+		err = metrics.Registry.Register(collector)
 	}
-	return nil
+	return err
 }

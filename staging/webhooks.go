@@ -1,4 +1,4 @@
-package builders
+package staging
 
 import (
 	"context"
@@ -25,14 +25,10 @@ import (
 
 // +kubebuilder:rbac:groups=kpack.io,resources=clusterstacks;clusterstores,verbs=get;list;watch
 
-// SetupWebhooks registers the validating webhooks of apps and builds, and the one that gates
-// rebuild pods (rollout_webhook.go).
+// SetupWebhooks registers the validating webhooks of apps and builds.
 func SetupWebhooks(mgr ctrl.Manager) error {
 	lifecycles := &lifecycleValidator{reader: mgr.GetClient()}
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFApp{}).WithValidator(&AppValidator{lifecycles}).Complete(); err != nil {
-		return err
-	}
-	if err := SetupRolloutWebhook(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFBuild{}).WithValidator(&BuildValidator{lifecycles}).Complete()
@@ -144,7 +140,7 @@ func (v *AppValidator) ValidateCreate(ctx context.Context, app *cfv1alpha1.CFApp
 
 // ValidateUpdate checks a changed lifecycle.
 func (v *AppValidator) ValidateUpdate(ctx context.Context, old, app *cfv1alpha1.CFApp) (admission.Warnings, error) {
-	if equalLifecycles(old.Spec.Lifecycle, app.Spec.Lifecycle) {
+	if old.Spec.Lifecycle.Equal(app.Spec.Lifecycle) {
 		return nil, nil
 	}
 	return nil, invalid("CFApp", app.Name, v.lifecycles.validate(ctx, app.Namespace, app.Spec.Lifecycle))
@@ -183,10 +179,6 @@ func validGUID(name string) field.ErrorList {
 // ValidateDelete allows every deletion.
 func (v *BuildValidator) ValidateDelete(context.Context, *cfv1alpha1.CFBuild) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func equalLifecycles(a, b cfv1alpha1.Lifecycle) bool {
-	return a.Type == b.Type && a.Data.Stack == b.Data.Stack && slices.Equal(a.Data.Buildpacks, b.Data.Buildpacks)
 }
 
 func invalid(kind, name string, errs field.ErrorList) error {

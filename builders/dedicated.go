@@ -1,12 +1,3 @@
-// Package builders stages CF apps with kpack. The CFBuild reconciler resolves a build's
-// lifecycle (the build's, else the app's, else the space's default Builder), makes a dedicated
-// namespaced kpack Builder for a lifecycle that names its own buildpacks or stack, keeps one
-// kpack Image per app pointed at the right Builder, source and registry, and mirrors the kpack
-// Build into the CFBuild's status. The default Builder reconciler makes one kpack
-// ClusterBuilder of each default Builder placed in the root or an org. The rebuild reconciler
-// turns the builds kpack starts on its own (a new stack run image, new buildpacks, a new
-// lifecycle) into new CFBuilds, and the app reconciler moves apps to rebuilt droplets as the
-// org's upgrade policy says.
 package builders
 
 import (
@@ -22,25 +13,25 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// effectiveLifecycle is the lifecycle a build uses: the build's own data if it names any, else
+// EffectiveLifecycle is the lifecycle a build uses: the build's own data if it names any, else
 // the app's.
-func effectiveLifecycle(build *cfv1alpha1.CFBuild, app *cfv1alpha1.CFApp) cfv1alpha1.LifecycleData {
+func EffectiveLifecycle(build *cfv1alpha1.CFBuild, app *cfv1alpha1.CFApp) cfv1alpha1.LifecycleData {
 	if !build.Spec.Lifecycle.Data.IsDefault() {
 		return build.Spec.Lifecycle.Data
 	}
 	return app.Spec.Lifecycle.Data
 }
 
-// usesDefaultBuilder says whether a lifecycle is served by the space's default Builder: it
+// UsesDefaultBuilder says whether a lifecycle is served by the space's default Builder: it
 // names no buildpacks, and no stack or the default's own.
-func usesDefaultBuilder(lifecycle cfv1alpha1.LifecycleData, defaultBuilder *kpackv1alpha2.Builder) bool {
+func UsesDefaultBuilder(lifecycle cfv1alpha1.LifecycleData, defaultBuilder *kpackv1alpha2.Builder) bool {
 	return len(lifecycle.Buildpacks) == 0 &&
 		(lifecycle.Stack == "" || lifecycle.Stack == defaultBuilder.Spec.Stack.Name)
 }
 
-// dedicatedBuilderName is the name of the Builder for a lifecycle: the same for every app of a
+// DedicatedBuilderName is the name of the Builder for a lifecycle: the same for every app of a
 // space that names the same stack and buildpacks in the same order, so that they share it.
-func dedicatedBuilderName(lifecycle cfv1alpha1.LifecycleData, defaultBuilder *kpackv1alpha2.Builder) string {
+func DedicatedBuilderName(lifecycle cfv1alpha1.LifecycleData, defaultBuilder *kpackv1alpha2.Builder) string {
 	stack := lifecycle.Stack
 	if stack == "" {
 		stack = defaultBuilder.Spec.Stack.Name
@@ -49,12 +40,12 @@ func dedicatedBuilderName(lifecycle cfv1alpha1.LifecycleData, defaultBuilder *kp
 	return "cf-lifecycle-" + hex.EncodeToString(sum[:])[:16]
 }
 
-// desiredDedicatedBuilder is the Builder for a lifecycle, made from the default Builder: its
+// DesiredDedicatedBuilder is the Builder for a lifecycle, made from the default Builder: its
 // store, lifecycle and (unless the lifecycle names another) stack, with the lifecycle's
 // buildpacks in order, all of them required, as Cloud Foundry runs every buildpack named. Its
 // image goes below the space's droplet repository, pushed with the build ServiceAccount.
-func desiredDedicatedBuilder(namespace string, lifecycle cfv1alpha1.LifecycleData, defaultBuilder *kpackv1alpha2.Builder, space *cfv1alpha1.SpaceBuildConfig) *kpackv1alpha2.Builder {
-	name := dedicatedBuilderName(lifecycle, defaultBuilder)
+func DesiredDedicatedBuilder(namespace string, lifecycle cfv1alpha1.LifecycleData, defaultBuilder *kpackv1alpha2.Builder, space *cfv1alpha1.SpaceBuildConfig) *kpackv1alpha2.Builder {
+	name := DedicatedBuilderName(lifecycle, defaultBuilder)
 	spec := kpackv1alpha2.BuilderSpec{
 		Tag:       space.DropletRepositoryPrefix + "/builders/" + name,
 		Stack:     defaultBuilder.Spec.Stack,
