@@ -149,6 +149,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := rollout.NewRolloutReconciler(c, cfg.MaxConcurrentRebuilds).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := processes.NewWebProcessReconciler(c).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := processes.NewProcessReconciler(c, mgr.GetEventRecorder("cf-hnc-process")).SetupWithManager(mgr); err != nil {
 		return err
 	}
