@@ -45,7 +45,7 @@ const (
 	orgManagerRole
 )
 
-var _ = Describe("Bounds on what a tenant writes in the CF tree", Ordered, func() {
+var _ = Describe("Bounds on what a tenant writes in the CF tree", Ordered, ContinueOnFailure, func() {
 	var (
 		org, space string
 		as         map[role]client.Client

@@ -92,7 +92,7 @@ func instances(space, process string, replicas int32) *appsv1.StatefulSet {
 	}
 }
 
-var _ = Describe("The StatefulSets cf-hnc's manager writes (N5)", Ordered, func() {
+var _ = Describe("The StatefulSets cf-hnc's manager writes (N5)", Ordered, ContinueOnFailure, func() {
 	var space string
 
 	BeforeAll(func(ctx SpecContext) {

@@ -20,7 +20,7 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-var _ = Describe("The default quotas (N12)", Ordered, func() {
+var _ = Describe("The default quotas (N12)", Ordered, ContinueOnFailure, func() {
 	var org, space string
 
 	BeforeAll(func(ctx SpecContext) {
