@@ -127,6 +127,15 @@ var _ = Describe("The StatefulSets cf-hnc's manager writes (N5)", Ordered, Conti
 		Expect(m.Patch(ctx, current, patch)).To(Succeed())
 	})
 
+	It("are refused outside the CF tree by the manager's confinement, which says so", func(ctx SpecContext) {
+		outside := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name("outside")}}
+		Expect(k8s.Create(ctx, outside)).To(Succeed())
+		privileged := instances(outside.Name, name("web"), 0)
+		privileged.Spec.Template.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
+		privileged.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true)
+		Expect(manager().Create(ctx, privileged)).To(refusedWith("cf-hnc writes only in the CF tree"))
+	})
+
 	DescribeTable("refuse any other pod template, naming what cf-hnc does not make, at creation and as a change",
 		func(ctx SpecContext, namespace func() string, change func(*appsv1.StatefulSet), message string) {
 			m := manager()
