@@ -25,7 +25,7 @@ const hncMemoryLimit = 300 << 20
 // spaceBound is what docs/security.md computes that one space holds at most of what HNC caches
 // (Secrets, ServiceAccounts, RoleBindings), as the apiserver serves it, under the default quotas
 // and the bounds.
-const spaceBound = 1536 << 10
+const spaceBound = 1600 << 10
 
 // orgNamespaces is how many namespaces one org holds under the default quotas: its own and
 // count/cfspaces spaces. An org manager may bind itself any space role in each of them.
