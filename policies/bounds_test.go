@@ -110,7 +110,7 @@ var _ = Describe("Bounds on what a tenant writes in the CF tree", Ordered, Conti
 			"at most 32 labels"),
 	)
 
-	It("let HNC copy an org's bindings into its spaces, operators and cf-hnc's manager write beyond them, and a tenant keep what was there before", func(ctx SpecContext) {
+	It("let HNC copy an org's bindings into its spaces, operators, Kubernetes and cf-hnc's manager write beyond them, and a tenant keep what was there before", func(ctx SpecContext) {
 		By("an operator's org binding beyond the bounds, which the bounds leave to operators")
 		big := binding("cf-org-user", withSubjects)(org, 20).(*rbacv1.RoleBinding)
 		big.Labels = labels(nil, 40)
@@ -136,6 +136,12 @@ var _ = Describe("Bounds on what a tenant writes in the CF tree", Ordered, Conti
 		big.Subjects = big.Subjects[1:]
 		delete(big.Labels, "example.org/l0")
 		Expect(orgManager.Update(ctx, big)).To(Succeed(), "fewer subjects and labels than it had, though more than the bounds")
+
+		By("Kubernetes' root CA publisher writing a large CA bundle into the space")
+		publisher := impersonating("system:serviceaccount:kube-system:root-ca-cert-publisher",
+			"system:serviceaccounts", "system:serviceaccounts:kube-system")
+		Expect(publisher.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "kube-root-ca.crt"},
+			Data: map[string]string{"ca.crt": strings.Repeat("c", 2*maxDataBytes)}})).To(Succeed())
 
 		By("cf-hnc's manager writing what it writes: an app's web process and a rebuild")
 		app := newApp(space)
