@@ -65,7 +65,7 @@ var _ = Describe("running apps, against the apiserver", Ordered, func() {
 
 	It("makes every app's web process with Cloud Foundry's defaults, and says why it runs no instance", func(ctx SpecContext) {
 		app := cftest.CreateApp(ctx, k8s, space, "stopped", cfv1alpha1.StoppedState)
-		web := cftest.WebProcess(ctx, k8s, app)
+		web := cftest.WebProcess(ctx, k8s, app.Namespace, app.Name)
 		Expect(web.Spec).To(Equal(cfv1alpha1.CFProcessSpec{AppRef: corev1.LocalObjectReference{Name: app.Name}, ProcessType: cfv1alpha1.WebProcessType,
 			Instances: 1, MemoryMB: 1024, DiskMB: 1024, HealthCheck: cfv1alpha1.HealthCheck{Type: cfv1alpha1.PortHealthCheck, TimeoutSeconds: 60}}))
 		Expect(metav1.GetControllerOf(web)).To(And(Not(BeNil()), HaveField("UID", app.UID)))
@@ -80,12 +80,12 @@ var _ = Describe("running apps, against the apiserver", Ordered, func() {
 
 		By("an app whose web process is deleted gets it back")
 		Expect(k8s.Delete(ctx, web)).To(Succeed())
-		Eventually(func() types.UID { return types.UID(cftest.WebProcess(ctx, k8s, app).UID) }).ShouldNot(Equal(types.UID(web.UID)))
+		Eventually(func() types.UID { return cftest.WebProcess(ctx, k8s, app.Namespace, app.Name).UID }).ShouldNot(Equal(web.UID))
 	})
 
 	It("runs the current droplet's process type in a StatefulSet of the process's instances, and reports them as their pods say", func(ctx SpecContext) {
 		app, droplet := startedWithDroplet(ctx, "web")
-		web := cftest.WebProcess(ctx, k8s, app)
+		web := cftest.WebProcess(ctx, k8s, app.Namespace, app.Name)
 		Eventually(statefulSet(ctx, web)).Should(And(
 			HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(1))),
 			HaveField("Spec.Template.Annotations", HaveKeyWithValue("workloads.cloudfoundry.org/droplet", droplet)),
@@ -118,7 +118,7 @@ var _ = Describe("running apps, against the apiserver", Ordered, func() {
 
 	It("says which ResourceQuota of the space keeps an instance from being made, and reports it DOWN", func(ctx SpecContext) {
 		app, _ := startedWithDroplet(ctx, "quota")
-		web := cftest.WebProcess(ctx, k8s, app)
+		web := cftest.WebProcess(ctx, k8s, app.Namespace, app.Name)
 		ready(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: web.Name + "-0"}})
 		Eventually(running(ctx, web)).Should(HaveField("Reason", cfv1alpha1.InstancesRunningReason))
 

@@ -73,12 +73,13 @@ func StagedDropletOn(ctx context.Context, c client.Client, space, appGUID, stack
 	return build.Name
 }
 
-// WebProcess waits until an app has its web process, which cf-hnc makes, and returns it.
-func WebProcess(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp) *cfv1alpha1.CFProcess {
+// WebProcess waits until an app of a space has its web process, which cf-hnc makes, and
+// returns it.
+func WebProcess(ctx context.Context, c client.Client, space, appGUID string) *cfv1alpha1.CFProcess {
 	GinkgoHelper()
 	p := &cfv1alpha1.CFProcess{}
 	Eventually(func() error {
-		return c.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: cfv1alpha1.ProcessName(app.Name, cfv1alpha1.WebProcessType)}, p)
+		return c.Get(ctx, client.ObjectKey{Namespace: space, Name: cfv1alpha1.ProcessName(appGUID, cfv1alpha1.WebProcessType)}, p)
 	}).Should(Succeed())
 	return p
 }
