@@ -18,10 +18,10 @@ import (
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/rollout"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 	"code.cloudfoundry.org/cf-hnc/manager"
+	"code.cloudfoundry.org/cf-hnc/rollout"
 )
 
 func TestManager(t *testing.T) {

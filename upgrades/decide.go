@@ -271,7 +271,7 @@ func planStackFix(in dropletInputs, running *cfv1alpha1.BuildDropletStatus) stac
 	b := in.builder
 	switch {
 	case b == nil:
-		return stackFix{}
+		return stackFix{state: fixNone}
 	case b.stack != running.Stack:
 		return stackFix{state: fixUnavailable, message: fmt.Sprintf(
 			"%s %s builds stack %s now and gives no run image for stack %s of droplet %s, so no stack fix reaches the app; restage it to move it to stack %s",
