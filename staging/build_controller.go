@@ -145,6 +145,9 @@ func (r *BuildReconciler) observe(ctx context.Context, build *cfv1alpha1.CFBuild
 		switch {
 		case kb.IsSuccess():
 			in.processes, err = r.processes(ctx, build.Namespace, kb.Status.LatestImage, in.space.Status.Build)
+			if errors.Is(err, ErrDropletInvalid) {
+				in.invalidDroplet, err = err.Error(), nil
+			}
 		case kb.IsFailure():
 			in.failedStep, err = r.failedStep(ctx, kb)
 		case kb.Status.PodName != "":

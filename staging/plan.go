@@ -34,6 +34,9 @@ type stagingInputs struct {
 	rebuilt []cfv1alpha1.CFBuild
 	// processes are the droplet's processes, read once the kpack Build succeeded.
 	processes []cfv1alpha1.ProcessType
+	// invalidDroplet says why the droplet of a succeeded kpack Build is beyond what cf-hnc
+	// reads (ErrDropletInvalid); "" for a droplet that is fine.
+	invalidDroplet string
 	// failedStep is the step of the kpack Build's pod that failed, read once it failed.
 	failedStep *failedStep
 	// unschedulable is why the scheduler cannot place the running kpack Build's pod.
@@ -194,6 +197,12 @@ func follow(in stagingInputs) stagingPlan {
 	}
 	done := kb.Status.GetCondition(corev1alpha1.ConditionSucceeded)
 	switch {
+	case done.IsTrue() && in.invalidDroplet != "":
+		message := fmt.Sprintf("kpack build %s succeeded, but %s", kb.Name, in.invalidDroplet)
+		p.conditions = []metav1.Condition{
+			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.DropletInvalidReason, Message: message},
+			{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.DropletInvalidReason, Message: message},
+		}
 	case done.IsTrue():
 		p.conditions = []metav1.Condition{
 			{Type: cfv1alpha1.StagingCondition, Status: metav1.ConditionFalse, Reason: cfv1alpha1.BuildSucceededReason,

@@ -132,6 +132,19 @@ var _ = Describe("planning a build", func() {
 		Entry("not reported on yet", func(b *kpackv1alpha2.Builder) { b.Status = kpackv1alpha2.BuilderStatus{} }, false),
 	)
 
+	It("fails a build whose droplet is beyond what cf-hnc reads, and takes no droplet from it", func() {
+		in := readyToStage()
+		in.kpackBuild = &kpackv1alpha2.Build{ObjectMeta: metav1.ObjectMeta{Namespace: "space-1", Name: "app-guid-build-1"},
+			Status: kpackv1alpha2.BuildStatus{Status: corev1alpha1.Status{Conditions: corev1alpha1.Conditions{{Type: corev1alpha1.ConditionSucceeded, Status: corev1.ConditionTrue}}},
+				LatestImage: "registry.local/org-a/space-1/app-guid@sha256:1"}}
+		in.invalidDroplet = "the droplet declares 10000 process types; at most 32 are allowed"
+		p := planStaging(in)
+		Expect(p.conditions).To(HaveEach(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.DropletInvalidReason),
+			HaveField("Message", "kpack build app-guid-build-1 succeeded, but the droplet declares 10000 process types; at most 32 are allowed"))))
+		Expect(p.droplet).To(BeNil())
+		Expect(p.kpackBuild).To(Equal("app-guid-build-1"), "the status says which kpack Build it was")
+	})
+
 	It("carries kpack's error of its last attempt, else its Ready message", func() {
 		b := cftest.ReadyBuilder(builders.DesiredDedicatedBuilder("space-1", cfv1alpha1.LifecycleData{Buildpacks: []string{"x"}}, defaultBuilder, space))
 		b.Status.Conditions = corev1alpha1.Conditions{

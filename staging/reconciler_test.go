@@ -2,6 +2,8 @@ package staging
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -26,10 +28,17 @@ import (
 )
 
 // fakeDroplets stands in for the registry where it is beside the point: every droplet has a
-// web process.
+// web process, but those whose repository says it is beyond cf-hnc's bounds, as
+// RegistryDropletReader finds them (droplet_reader_test.go).
 type fakeDroplets struct{}
 
-func (fakeDroplets) ProcessTypes(context.Context, string, authn.Keychain) ([]cfv1alpha1.ProcessType, error) {
+// beyondBounds is in the repository of the droplets that fakeDroplets takes for too large.
+const beyondBounds = "beyond-bounds"
+
+func (fakeDroplets) ProcessTypes(_ context.Context, image string, _ authn.Keychain) ([]cfv1alpha1.ProcessType, error) {
+	if strings.Contains(image, beyondBounds) {
+		return nil, fmt.Errorf("%w: the droplet declares 10000 process types; at most 32 are allowed", ErrDropletInvalid)
+	}
 	return []cfv1alpha1.ProcessType{{Type: "web", Command: "node server.js"}}, nil
 }
 
@@ -198,6 +207,57 @@ var _ = Describe("the build reconciler, against the apiserver", Ordered, func() 
 		// the queue must wake the other, whatever it decided alone.
 		Expect(queueChanged.Create(event.CreateEvent{Object: earlier})).To(BeTrue(), "a build that joins the queue is news for the others of its app")
 		Expect(buildReconciler.waitingBuilds(ctx, earlier)).To(ContainElement(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(later)}))
+	})
+
+	It("fails a build whose droplet is beyond cf-hnc's bounds, and takes no droplet from it", func(ctx SpecContext) {
+		app := createApp(ctx)
+		build := stage(ctx, app.Name)
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: app.Name}, &kpackv1alpha2.Image{})
+		}).Should(Succeed())
+		kb := &kpackv1alpha2.Build{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: app.Name + "-build-1",
+			Labels: map[string]string{kpackv1alpha2.ImageLabel: app.Name, kpackv1alpha2.BuildNumberLabel: "1", cfv1alpha1.AppLabel: app.Name}},
+			Spec: kpackv1alpha2.BuildSpec{Env: []corev1.EnvVar{{Name: cfv1alpha1.BuildGUIDEnv, Value: build.Name}}}}
+		Expect(k8s.Create(ctx, kb)).To(Succeed())
+		cftest.SucceedKpackBuild(ctx, k8s, kb, world.Repository+"/"+beyondBounds+"@sha256:d1", "registry.local/run@sha256:r1", nil)
+
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(cfBuild(ctx, build.Name)().Status.Conditions, cfv1alpha1.SucceededCondition)
+		}).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", cfv1alpha1.DropletInvalidReason),
+			HaveField("Message", "kpack build "+kb.Name+" succeeded, but cf-hnc takes no droplet beyond its bounds: the droplet declares 10000 process types; at most 32 are allowed")))
+		Expect(cfBuild(ctx, build.Name)().Status.Droplet).To(BeNil())
+	})
+
+	// Apps name repositories below their space's (`<space>/packages/<app>`, `<space>/<app>`):
+	// a reference that is no name could climb out of it (review 3, N20).
+	It("refuses references that are no names, in the apiserver itself", func(ctx SpecContext) {
+		const appGUID = "a DNS label (at most 63 lowercase letters"
+		const objectName = "a DNS subdomain (at most 253 lowercase letters"
+		for _, bad := range []string{"a/b", "../../other", "App", "a.b", strings.Repeat("a", 64)} {
+			pkg := &cfv1alpha1.CFPackage{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+				Spec: cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: bad}}}
+			build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+				Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: bad}, PackageRef: corev1.LocalObjectReference{Name: "pkg"},
+					Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+			process := cfv1alpha1.NewWebProcess(&cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "app", UID: "uid"}})
+			process.Spec.AppRef.Name = bad
+			for _, obj := range []client.Object{pkg, build, process} {
+				Expect(k8s.Create(ctx, obj, client.DryRunAll)).To(MatchError(ContainSubstring(appGUID)), "%T with appRef %q", obj, bad)
+			}
+		}
+		for _, bad := range []string{"a/b", "../x", "Build", "a..b"} {
+			build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+				Spec: cfv1alpha1.CFBuildSpec{AppRef: corev1.LocalObjectReference{Name: "app"}, PackageRef: corev1.LocalObjectReference{Name: bad},
+					Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+			app := &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+				Spec: cfv1alpha1.CFAppSpec{DisplayName: "app", DesiredState: cfv1alpha1.StoppedState, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle},
+					CurrentDropletRef: corev1.LocalObjectReference{Name: bad}}}
+			for _, obj := range []client.Object{build, app} {
+				Expect(k8s.Create(ctx, obj, client.DryRunAll)).To(MatchError(ContainSubstring(objectName)), "%T referring to %q", obj, bad)
+			}
+		}
+		fine := cfv1alpha1.NewWebProcess(&cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID()), UID: "uid"}})
+		Expect(k8s.Create(ctx, fine, client.DryRunAll)).To(Succeed(), "an app GUID")
 	})
 
 	It("lets a build outside CF's tree wait, saying that its namespace cannot build", func(ctx SpecContext) {

@@ -72,6 +72,10 @@ const (
 	// that kpack Build does not bear it out: another app, lineage, number or reasons. cf-hnc
 	// takes no droplet from it, so no app moves to it.
 	NotARebuildReason = "NotARebuild"
+	// DropletInvalidReason: kpack built a droplet whose image configuration or process list
+	// goes beyond what cf-hnc reads (ValidateProcessTypes): the build fails instead of filling
+	// every client's memory with it.
+	DropletInvalidReason = "DropletInvalid"
 )
 
 // Reasons of the DropletCurrent condition of CFApps, and of the event of an upgrade.

@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -236,4 +238,27 @@ func ImageDigest(ref string) string {
 // under the tags of several builds): only the digest says whether two are the same.
 func SameImage(a, b string) bool {
 	return a != "" && b != "" && ImageDigest(a) == ImageDigest(b)
+}
+
+// CanonicalTime is a time that a client wrote into a process's annotation
+// (AppStartedAtAnnotation, RestartedAtAnnotation) as cf-hnc writes it onward, onto the
+// instances' pod template: RFC 3339 in UTC with the nanoseconds that matter, as the CF API
+// writes it, so that a value the CF API wrote comes back as it is. A value that is no such
+// time (or is longer than any) is "": a tenant's annotation reaches no pod template verbatim.
+func CanonicalTime(value string) string {
+	if len(value) > len(time.RFC3339Nano)+10 {
+		return ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// CPUShare is the CPU that a container with a memory request asks for, as Cloud Foundry shares
+// CPU among instances: one CPU per 8 GiB, at least a millicore. config/policies/cpu-shares.yaml
+// gives the same to every container of the tree that states memory and no CPU.
+func CPUShare(memory resource.Quantity) resource.Quantity {
+	return *resource.NewMilliQuantity(max(1, memory.Value()*1000/(8<<30)), resource.DecimalSI)
 }

@@ -1,10 +1,13 @@
 package v1alpha1_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -84,5 +87,60 @@ var _ = Describe("SameImage", func() {
 		Entry("the same reference without a digest", "registry.local/run:jammy", "registry.local/run:jammy", true),
 		Entry("a digest and a tag", "registry.local/run@sha256:r1", "registry.local/run:jammy", false),
 		Entry("nothing", "", "", false),
+	)
+})
+
+var _ = Describe("ValidateProcessTypes", func() {
+	processes := func(n, commandLength int) []cfv1alpha1.ProcessType {
+		list := make([]cfv1alpha1.ProcessType, n)
+		for i := range list {
+			list[i] = cfv1alpha1.ProcessType{Type: fmt.Sprintf("worker-%d", i), Command: strings.Repeat("x", commandLength)}
+		}
+		return list
+	}
+	DescribeTable("bounds a droplet's process list, saying which bound it passes",
+		func(list []cfv1alpha1.ProcessType, message string) {
+			Expect(cfv1alpha1.ValidateProcessTypes(list)).To(Equal(message))
+		},
+		Entry("a Procfile's", []cfv1alpha1.ProcessType{{Type: "web", Command: "node server.js"}, {Type: "worker", Command: "node worker.js"}}, ""),
+		Entry("none", nil, ""),
+		Entry("as many as allowed, each as long as allowed, within the total", processes(cfv1alpha1.MaxProcessTypes, 400), ""),
+		Entry("one too many", processes(cfv1alpha1.MaxProcessTypes+1, 1), "the droplet declares 33 process types; at most 32 are allowed"),
+		Entry("10,000", processes(10_000, 1), "the droplet declares 10000 process types; at most 32 are allowed"),
+		Entry("a long type", []cfv1alpha1.ProcessType{{Type: strings.Repeat("t", 64)}},
+			`the droplet's process type "tttttttttttttttttttt"... has 64 characters; at most 63 are allowed`),
+		Entry("a command of 20 MB", []cfv1alpha1.ProcessType{{Type: "web", Command: strings.Repeat("x", 20<<20)}},
+			`the command of the droplet's process type "web" has 20971520 characters; at most 4096 are allowed`),
+		Entry("commands within their bound, beyond the total", processes(5, 4000),
+			"the droplet's process types and commands have 20040 bytes together; at most 16384 are allowed"),
+	)
+})
+
+var _ = Describe("CanonicalTime", func() {
+	DescribeTable("is a time in the form the CF API writes it, or nothing",
+		func(value, canonical string) {
+			Expect(cfv1alpha1.CanonicalTime(value)).To(Equal(canonical))
+		},
+		Entry("as the CF API writes it", "2026-12-05T11:00:00.5Z", "2026-12-05T11:00:00.5Z"),
+		Entry("whole seconds", "2026-12-05T11:00:00Z", "2026-12-05T11:00:00Z"),
+		Entry("in another zone", "2026-12-05T12:00:00+01:00", "2026-12-05T11:00:00Z"),
+		Entry("nothing", "", ""),
+		Entry("not a time", "now", ""),
+		Entry("a time and more", "2026-12-05T11:00:00Z and more", ""),
+		Entry("a megabyte", strings.Repeat("9", 1<<20), ""),
+	)
+})
+
+var _ = Describe("CPUShare", func() {
+	DescribeTable("is one CPU per 8 GiB of memory, at least a millicore, as config/policies/cpu-shares.yaml gives",
+		func(memory, cpu string) {
+			share := cfv1alpha1.CPUShare(resource.MustParse(memory))
+			Expect(share.String()).To(Equal(cpu))
+		},
+		Entry("a default instance", "1Gi", "125m"),
+		Entry("a build step's request", "128Mi", "15m"),
+		Entry("the smallest instance", "16Mi", "1m"),
+		Entry("8 GiB", "8Gi", "1"),
+		Entry("the largest instance", "64Gi", "8"),
 	)
 })
