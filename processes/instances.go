@@ -108,7 +108,7 @@ func instancesStatus(p *cfv1alpha1.CFProcess, pods []corev1.Pod, desired int32, 
 		for index := range desired {
 			if !slices.ContainsFunc(instances, func(i cfv1alpha1.InstanceStatus) bool { return i.Index == index }) {
 				instances = append(instances, cfv1alpha1.InstanceStatus{Index: index, State: cfv1alpha1.InstanceDown, Reason: cfv1alpha1.QuotaExceededReason,
-					Droplet: p.Status.Droplet, AppStartedAt: p.Annotations[cfv1alpha1.AppStartedAtAnnotation]})
+					Droplet: p.Status.Droplet, AppStartedAt: cfv1alpha1.CanonicalTime(p.Annotations[cfv1alpha1.AppStartedAtAnnotation])})
 			}
 		}
 		overQuota = "; " + overQuota

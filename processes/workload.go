@@ -53,8 +53,10 @@ func desiredStatefulSet(p *cfv1alpha1.CFProcess, rc runContext, replicas int32) 
 		cfv1alpha1.ProcessTypeLabel: p.Spec.ProcessType,
 	}
 	annotations := map[string]string{DropletAnnotation: rc.droplet.Name}
+	// A tenant writes these annotations: each of the instances' pods carries them, so only a
+	// time, in the form cf-hnc writes, is copied (CanonicalTime), never the value itself.
 	for _, key := range []string{cfv1alpha1.RestartedAtAnnotation, cfv1alpha1.AppStartedAtAnnotation} {
-		if at := p.Annotations[key]; at != "" {
+		if at := cfv1alpha1.CanonicalTime(p.Annotations[key]); at != "" {
 			annotations[key] = at
 		}
 	}
@@ -81,7 +83,8 @@ func desiredStatefulSet(p *cfv1alpha1.CFProcess, rc runContext, replicas int32) 
 }
 
 // podSpec runs one instance: the droplet as the CNB user it was built for, with no API token,
-// no privilege, and the process's memory and disk as its limits.
+// no privilege, and the process's memory and disk as its limits. It requests CPU in proportion
+// to its memory, as Cloud Foundry shares CPU, with no CPU limit: an idle node's CPU is anybody's.
 func podSpec(p *cfv1alpha1.CFProcess, rc runContext) corev1.PodSpec {
 	memory := megabytes(p.Spec.MemoryMB)
 	disk := megabytes(p.Spec.DiskMB)
@@ -102,7 +105,7 @@ func podSpec(p *cfv1alpha1.CFProcess, rc runContext) corev1.PodSpec {
 			Env:     environment(p, rc),
 			Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: appPort, Protocol: corev1.ProtocolTCP}},
 			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: memory, corev1.ResourceEphemeralStorage: disk},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: memory, corev1.ResourceEphemeralStorage: disk, corev1.ResourceCPU: cfv1alpha1.CPUShare(memory)},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: memory, corev1.ResourceEphemeralStorage: disk},
 			},
 			StartupProbe:   probe(p.Spec.HealthCheck, 2, startupFailures(p.Spec.HealthCheck)),

@@ -2,6 +2,7 @@ package processes
 
 import (
 	"encoding/json"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -122,6 +123,41 @@ var _ = Describe("An app's workload", func() {
 		p.Annotations = map[string]string{cfv1alpha1.AppStartedAtAnnotation: "2026-12-05T11:00:00Z"}
 		Expect(desiredStatefulSet(p, inSpace(), 2).Spec.Template.Annotations).To(HaveKeyWithValue(cfv1alpha1.AppStartedAtAnnotation, "2026-12-05T11:00:00Z"))
 	})
+
+	// A tenant writes a process's annotations (kubectl annotate): a pod of every instance
+	// carries what the template says (review 3, N2).
+	DescribeTable("copies a start or restart onto the pods only as a time, in the form the CF API writes it",
+		func(value string, copied string) {
+			p := webProcess()
+			p.Annotations = map[string]string{cfv1alpha1.AppStartedAtAnnotation: value, cfv1alpha1.RestartedAtAnnotation: value}
+			annotations := desiredStatefulSet(p, inSpace(), 2).Spec.Template.Annotations
+			for _, key := range []string{cfv1alpha1.AppStartedAtAnnotation, cfv1alpha1.RestartedAtAnnotation} {
+				if copied == "" {
+					Expect(annotations).NotTo(HaveKey(key))
+					continue
+				}
+				Expect(annotations).To(HaveKeyWithValue(key, copied))
+			}
+		},
+		Entry("as the CF API writes it", "2026-12-05T11:00:00.123456789Z", "2026-12-05T11:00:00.123456789Z"),
+		Entry("in another zone", "2026-12-05T12:00:00+01:00", "2026-12-05T11:00:00Z"),
+		Entry("not a time", "tomorrow", ""),
+		Entry("256 KiB", strings.Repeat("x", 256<<10), ""),
+		Entry("a time followed by 1 MiB", "2026-12-05T11:00:00Z"+strings.Repeat(" ", 1<<20), ""),
+	)
+
+	DescribeTable("requests CPU in proportion to memory, one CPU per 8 GiB, as Cloud Foundry shares it, and limits none",
+		func(memoryMB int64, cpu string) {
+			p := webProcess()
+			p.Spec.MemoryMB = memoryMB
+			resources := desiredStatefulSet(p, inSpace(), 1).Spec.Template.Spec.Containers[0].Resources
+			Expect(resources.Requests.Cpu().String()).To(Equal(cpu))
+			Expect(resources.Limits).NotTo(HaveKey(corev1.ResourceCPU))
+		},
+		Entry("1 GiB", int64(1024), "125m"),
+		Entry("the smallest process", int64(16), "1m"),
+		Entry("the largest process", int64(65536), "8"),
+	)
 
 	It("meets the restricted Pod Security Standard, with no API token", func() {
 		template := desiredStatefulSet(webProcess(), inSpace(), 1).Spec.Template
