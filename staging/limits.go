@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
 // BuildLimits bound every build pod that staging starts, so that one push can neither run for
@@ -14,7 +16,7 @@ import (
 // Image (spec.build) at staging; kpack v0.18.0 makes the timeout the build pod's
 // activeDeadlineSeconds and gives the resources to every container of the pod, each lifecycle
 // step and the completion container alike. There is no CPU limit: CPU is shared, not used up,
-// and a throttled build only takes longer.
+// and a throttled build only takes longer; each step requests CPU in proportion to its memory.
 type BuildLimits struct {
 	// Timeout ends a build pod that runs longer: the kubelet kills it and kpack fails the
 	// build. kpack takes it in whole seconds; a fraction counts as a second more.
@@ -95,16 +97,19 @@ func (l BuildLimits) timeoutSeconds() *int64 {
 
 // resources are the resources of every container of a build pod; a request above its limit
 // (a limit set below the default request) is lowered to the limit, which the apiserver would
-// otherwise refuse.
+// otherwise refuse. Each step requests CPU in proportion to its memory request, as instances
+// do: stated here, build pods need no admission policy to pass a quota on requests.cpu.
 func (l BuildLimits) resources() corev1.ResourceRequirements {
+	memory := atMost(l.MemoryRequest, l.Memory)
 	return corev1.ResourceRequirements{
 		Limits: corev1.ResourceList{
 			corev1.ResourceMemory:           l.Memory.DeepCopy(),
 			corev1.ResourceEphemeralStorage: l.Disk.DeepCopy(),
 		},
 		Requests: corev1.ResourceList{
-			corev1.ResourceMemory:           atMost(l.MemoryRequest, l.Memory),
+			corev1.ResourceMemory:           memory,
 			corev1.ResourceEphemeralStorage: atMost(l.DiskRequest, l.Disk),
+			corev1.ResourceCPU:              cfv1alpha1.CPUShare(memory),
 		},
 	}
 }

@@ -50,7 +50,8 @@ var _ = Describe("build limits", func() {
 		Expect(quantities(build.Resources.Limits)).To(Equal(map[corev1.ResourceName]string{
 			corev1.ResourceMemory: "2Gi", corev1.ResourceEphemeralStorage: "10Gi"}))
 		Expect(quantities(build.Resources.Requests)).To(Equal(map[corev1.ResourceName]string{
-			corev1.ResourceMemory: "128Mi", corev1.ResourceEphemeralStorage: "512Mi"}))
+			corev1.ResourceMemory: "128Mi", corev1.ResourceEphemeralStorage: "512Mi", corev1.ResourceCPU: "15m"}),
+			"CPU in proportion to memory, as instances request it and a quota on requests.cpu needs it (review 3, N13)")
 		Expect(build.Resources.Limits).NotTo(HaveKey(corev1.ResourceCPU), "a build may use every idle CPU")
 	})
 
@@ -72,7 +73,7 @@ var _ = Describe("build limits", func() {
 		build := planStaging(in).image.Spec.Build
 		Expect(build.BuildTimeout).To(HaveValue(BeEquivalentTo(2)))
 		Expect(quantities(build.Resources.Requests)).To(Equal(map[corev1.ResourceName]string{
-			corev1.ResourceMemory: "100Mi", corev1.ResourceEphemeralStorage: "256Mi"}), "the apiserver refuses a request above its limit")
+			corev1.ResourceMemory: "100Mi", corev1.ResourceEphemeralStorage: "256Mi", corev1.ResourceCPU: "12m"}), "the apiserver refuses a request above its limit")
 	})
 
 	It("are stated as the apiserver returns them, so that an unchanged Image is not written again", func() {

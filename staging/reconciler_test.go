@@ -258,6 +258,9 @@ var _ = Describe("the build reconciler, against the apiserver", Ordered, func() 
 		}
 		fine := cfv1alpha1.NewWebProcess(&cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID()), UID: "uid"}})
 		Expect(k8s.Create(ctx, fine, client.DryRunAll)).To(Succeed(), "an app GUID")
+		withoutDroplet := &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
+			Spec: cfv1alpha1.CFAppSpec{DisplayName: "app", DesiredState: cfv1alpha1.StoppedState, Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}}}
+		Expect(k8s.Create(ctx, withoutDroplet, client.DryRunAll)).To(Succeed(), "no droplet yet: a reference to nothing, which the CRD defaults to an empty name")
 	})
 
 	It("lets a build outside CF's tree wait, saying that its namespace cannot build", func(ctx SpecContext) {

@@ -29,7 +29,7 @@ type CFAppSpec struct {
 	// every policy, and to one with another stack, other buildpacks or another lifecycle when
 	// the org's policy is Automatic. Setting it to the held droplet runs that droplet, as
 	// `cf set-droplet` does; a restage stages the app's package again and runs the result.
-	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="currentDropletRef names a CFBuild: a DNS subdomain (at most 253 lowercase letters, digits, '-' and '.')"
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || self.name == '' || size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="currentDropletRef names a CFBuild: a DNS subdomain (at most 253 lowercase letters, digits, '-' and '.')"
 	// +optional
 	CurrentDropletRef corev1.LocalObjectReference `json:"currentDropletRef,omitempty"`
 }

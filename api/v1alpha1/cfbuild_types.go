@@ -10,10 +10,10 @@ import (
 // CFBuildSpec is a request to stage a package of an app into a droplet.
 type CFBuildSpec struct {
 	// AppRef names the CFApp being staged.
-	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 63 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="appRef names a CFApp by its GUID, which names its kpack Image and its registry repositories: a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10"
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || self.name == '' || size(self.name) <= 63 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="appRef names a CFApp by its GUID, which names its kpack Image and its registry repositories: a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10"
 	AppRef corev1.LocalObjectReference `json:"appRef"`
 	// PackageRef names the CFPackage being staged.
-	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="packageRef names a CFPackage: a DNS subdomain (at most 253 lowercase letters, digits, '-' and '.')"
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || self.name == '' || size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="packageRef names a CFPackage: a DNS subdomain (at most 253 lowercase letters, digits, '-' and '.')"
 	PackageRef corev1.LocalObjectReference `json:"packageRef"`
 	// Lifecycle overrides the app's lifecycle for this build; empty data means the app's.
 	Lifecycle Lifecycle `json:"lifecycle"`

@@ -17,7 +17,7 @@ type CFPackageSpec struct {
 	// Type of the package.
 	Type PackageType `json:"type"`
 	// AppRef names the CFApp the package belongs to.
-	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 63 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="appRef names a CFApp by its GUID, which names its kpack Image and its registry repositories: a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10"
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || self.name == '' || size(self.name) <= 63 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="appRef names a CFApp by its GUID, which names its kpack Image and its registry repositories: a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10"
 	AppRef corev1.LocalObjectReference `json:"appRef"`
 	// Source is where the uploaded source image is.
 	// +optional

@@ -43,7 +43,7 @@ type HealthCheck struct {
 // +kubebuilder:validation:XValidation:rule="self.healthCheck.type != 'http' || has(self.healthCheck.endpoint)",message="an http health check needs an endpoint"
 type CFProcessSpec struct {
 	// AppRef names the CFApp, in the same namespace.
-	// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 63 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="appRef names a CFApp by its GUID, which names its kpack Image and its registry repositories: a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10"
+	// +kubebuilder:validation:XValidation:rule="!has(self.name) || self.name == '' || size(self.name) <= 63 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="appRef names a CFApp by its GUID, which names its kpack Image and its registry repositories: a DNS label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit) such as 4c46d7e1-0f7b-4a5e-9d2a-5c1f8e3b9a10"
 	AppRef corev1.LocalObjectReference `json:"appRef"`
 	// ProcessType is the droplet's process type to run, for example "web".
 	// +kubebuilder:validation:MinLength=1
