@@ -58,8 +58,13 @@ run: build ## Run the system: a local control plane with everything (the CF API 
 	go run ./cmd/cf-hnc-local
 
 .PHONY: test
-test: generate manifests ## Run the unit, integration, e2e and fault tests.
+test: generate manifests lint ## Lint, then run the unit, integration, e2e and fault tests.
 	go test -count=1 -timeout 45m -v ./...
+
+# lint runs before the go test suites in `make test`, so go test's summary still ends the output.
+.PHONY: lint
+lint: tools ## Check the code with golangci-lint (.golangci.yml: formatting, vet, import aliases, function length).
+	$(BIN)/golangci-lint run ./...
 
 .PHONY: test-faults
 test-faults: generate manifests ## Run only the fault specs (HNC, kpack and the apiserver restarted, the manager killed); make test runs them too.

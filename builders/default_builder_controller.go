@@ -21,6 +21,9 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/apply"
 )
 
+// fieldOwner is the server-side apply field manager of the ClusterBuilders this package writes.
+const fieldOwner = client.FieldOwner("cf-hnc-builders")
+
 // placedBuilderAnnotation on a ClusterBuilder names the default Builder it is made from, as
 // "<namespace>/<name>".
 const placedBuilderAnnotation = "workloads.cloudfoundry.org/placed-builder"

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 // The shapes of apps, processes and instances that the cf CLI reads
@@ -104,47 +105,6 @@ func pushed(ctx context.Context, u user, space, manifest string) string {
 	return found[0].GUID
 }
 
-// webProcess waits until an app has its web process, which cf-hnc makes, and returns it.
-func webProcess(ctx context.Context, space, appGUID string) *cfv1alpha1.CFProcess {
-	GinkgoHelper()
-	p := &cfv1alpha1.CFProcess{}
-	Eventually(func() error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: space, Name: cfv1alpha1.ProcessName(appGUID, cfv1alpha1.WebProcessType)}, p)
-	}).Should(Succeed())
-	return p
-}
-
-// stagedDroplet makes a CFBuild of an app that succeeded, with its status as cf-hnc writes it
-// (no kpack runs in this suite; finishBuild keeps the reconciler from writing over it), and
-// returns its GUID, which is its droplet's.
-func stagedDroplet(ctx context.Context, space, appGUID string) string {
-	GinkgoHelper()
-	return stagedDropletOn(ctx, space, appGUID, "io.buildpacks.stacks.jammy", "")
-}
-
-// stagedDropletOn is stagedDroplet of a droplet that kpack built with the stack id and the run
-// image given.
-func stagedDropletOn(ctx context.Context, space, appGUID, stackID, runImage string) string {
-	GinkgoHelper()
-	build := &cfv1alpha1.CFBuild{
-		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
-		Spec: cfv1alpha1.CFBuildSpec{
-			AppRef:     corev1.LocalObjectReference{Name: appGUID},
-			PackageRef: corev1.LocalObjectReference{Name: string(uuid.NewUUID())},
-			Lifecycle:  cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle},
-		},
-	}
-	Expect(k8s.Create(ctx, build)).To(Succeed())
-	finishBuild(ctx, space, build.Name, metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue,
-		Reason: cfv1alpha1.BuildSucceededReason}, &cfv1alpha1.BuildDropletStatus{
-		Registry:     cfv1alpha1.Registry{Image: "registry.example/droplets/" + appGUID + "@sha256:" + strings.Repeat("d", 64)},
-		Stack:        stackID,
-		RunImage:     runImage,
-		ProcessTypes: []cfv1alpha1.ProcessType{{Type: cfv1alpha1.WebProcessType, Command: "./app"}},
-	})
-	return build.Name
-}
-
 // buildpackStore makes a ClusterStack and a ClusterStore with one buildpack, with their status
 // as kpack writes it, for the lifecycles that cf-hnc's admission accepts, and deletes them
 // after the spec. It returns the stack's name and the buildpack's id.
@@ -210,7 +170,7 @@ applications:
 		Expect(created.Lifecycle.Data.Stack).To(Equal(stack))
 		Expect(created.Relationships["space"].Data.GUID).To(Equal(space))
 		Expect(created.GUID).To(MatchRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`))
-		web := webProcess(ctx, space, created.GUID)
+		web := cftest.WebProcess(ctx, k8s, space, created.GUID)
 		Expect(web.Spec.Instances).To(BeEquivalentTo(2))
 		Expect(web.Spec.MemoryMB).To(BeEquivalentTo(256))
 		Expect(web.Spec.DiskMB).To(BeEquivalentTo(1024), "what the manifest does not set keeps CF's default")
@@ -225,7 +185,7 @@ applications:
 		Expect(found[0].GUID).To(Equal(created.GUID))
 		Expect(found[0].Lifecycle.Data.Buildpacks).To(BeEmpty())
 		Expect(found[0].Lifecycle.Data.Stack).To(Equal(stack))
-		Expect(webProcess(ctx, space, created.GUID).Spec.Instances).To(BeEquivalentTo(3))
+		Expect(cftest.WebProcess(ctx, k8s, space, created.GUID).Spec.Instances).To(BeEquivalentTo(3))
 
 		// cf apps
 		pushed(ctx, developer, space, "applications:\n- name: another\n")
@@ -255,7 +215,7 @@ applications:
 	It("lets none but the space's members see or change its apps, and answers the texts the cf CLI matches", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "app-pusher", "private")
 		guid := pushed(ctx, developer, space, "applications:\n- name: secret\n")
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 		stranger := newUser(ctx, "stranger")
 
 		Expect(cfErrorDetail(stranger.applyManifest(ctx, space, "applications:\n- name: mine\n"), http.StatusNotFound)).To(Equal("Space not found"))
@@ -298,9 +258,9 @@ var _ = Describe("starting, stopping and restaging an app through the CF API", f
 			return developer.patch(ctx, "/v3/apps/"+guid+"/relationships/current_droplet", map[string]any{"data": map[string]any{"guid": droplet}})
 		}
 		Expect(cfErrorDetail(assign("no-such-droplet"), http.StatusUnprocessableEntity)).To(HavePrefix("Unable to assign current droplet."))
-		Expect(cfErrorDetail(assign(stagedDroplet(ctx, space, other)), http.StatusUnprocessableEntity)).To(ContainSubstring("belongs to another app"))
+		Expect(cfErrorDetail(assign(cftest.StagedDroplet(ctx, k8s, space, other)), http.StatusUnprocessableEntity)).To(ContainSubstring("belongs to another app"))
 
-		droplet := stagedDroplet(ctx, space, guid)
+		droplet := cftest.StagedDroplet(ctx, k8s, space, guid)
 		assigned := decode[relationship](assign(droplet), http.StatusOK)
 		Expect(assigned.Data.GUID).To(Equal(droplet))
 		Expect(decode[relationship](developer.get(ctx, "/v3/apps/"+guid+"/relationships/current_droplet"), http.StatusOK).Data.GUID).To(Equal(droplet))
@@ -325,10 +285,10 @@ var _ = Describe("starting, stopping and restaging an app through the CF API", f
 	It("restarts the instances that run an app's current droplet on a restart, and on a start that follows a stop", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "app-restarter", "apps")
 		guid := pushed(ctx, developer, space, "applications:\n- name: restarted\n")
-		droplet := stagedDroplet(ctx, space, guid)
+		droplet := cftest.StagedDroplet(ctx, k8s, space, guid)
 		setDroplet(ctx, developer, guid, droplet)
 		Expect(developer.post(ctx, "/v3/apps/"+guid+"/actions/start", nil).status).To(Equal(http.StatusOK))
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 		Eventually(func() string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(web), web)).To(Succeed())
 			return web.Status.Droplet
@@ -408,7 +368,7 @@ var _ = Describe("an app's processes and their instances through the CF API", fu
 	It("lists each instance of a process as DOWN while its app has no droplet or is stopped, as Cloud Controller does", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "stats-reader", "stopped")
 		guid := pushed(ctx, developer, space, "applications:\n- name: idle\n  instances: 2\n")
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 		stats := func() []map[string]any {
 			return decode[listOf[map[string]any]](developer.get(ctx, "/v3/processes/"+web.Name+"/stats"), http.StatusOK).Resources
 		}
@@ -420,7 +380,7 @@ var _ = Describe("an app's processes and their instances through the CF API", fu
 		}
 		Expect(stats()).To(Equal([]map[string]any{down(0), down(1)}), "no droplet: cf app shows web:0/2")
 
-		droplet := stagedDroplet(ctx, space, guid)
+		droplet := cftest.StagedDroplet(ctx, k8s, space, guid)
 		setDroplet(ctx, developer, guid, droplet)
 		Expect(stats()).To(Equal([]map[string]any{down(0), down(1)}), "stopped")
 
@@ -431,7 +391,7 @@ var _ = Describe("an app's processes and their instances through the CF API", fu
 	It("answers every request of the cf CLI's app summary for a pushed app", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "summary-reader", "apps")
 		guid := pushed(ctx, developer, space, "applications:\n- name: summarized\n")
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 
 		processes := decode[listOf[process]](developer.get(ctx, "/v3/apps/"+guid+"/processes"), http.StatusOK).Resources
 		Expect(processes).To(ConsistOf(And(HaveField("GUID", web.Name), HaveField("Type", "web"), HaveField("Instances", 1),
@@ -464,7 +424,7 @@ var _ = Describe("cf delete through the CF API", func() {
 	It("deletes an app as the cf CLI does, and its job completes once the app and its processes are gone", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "app-deleter", "apps")
 		guid := pushed(ctx, developer, space, "applications:\n- name: doomed\n")
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 
 		deleted := developer.delete(ctx, "/v3/apps/"+guid)
 		Expect(deleted.status).To(Equal(http.StatusAccepted))

@@ -4,26 +4,23 @@ import (
 	"net/http"
 	"slices"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
-	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
 )
 
-// A droplet is a staged CFBuild, and has its GUID, as in Korifi: an app's current droplet names
-// the CFBuild. A build that has not staged has no droplet: "Droplet not found", the text that
-// the cf CLI's app summary passes over.
+// A droplet is a staged CFBuild, and has its GUID: an app's current droplet names the CFBuild.
+// A build that has not staged has no droplet: "Droplet not found", the text that the cf CLI's
+// app summary passes over.
 
 // getDroplet is GET /v3/droplets/:guid, which cf push reads once the build is STAGED.
 func (s *server) getDroplet(w http.ResponseWriter, r *http.Request) error {
-	build, err := s.findBuild(r, r.PathValue("guid"), dropletResource)
+	build, err := s.findBuild(r, r.PathValue("guid"), cf.DropletResource)
 	if err != nil {
 		return err
 	}
-	if !presenter.Staged(build) {
-		return cferror.ResourceNotFound(dropletResource)
+	if build.StagedDroplet() == nil {
+		return &cf.NotFoundError{Resource: cf.DropletResource}
 	}
 	return s.writeDroplet(w, r, build)
 }
@@ -31,42 +28,30 @@ func (s *server) getDroplet(w http.ResponseWriter, r *http.Request) error {
 // getAppCurrentDroplet is GET /v3/apps/:guid/droplets/current: the droplet the app runs, which
 // every app summary (cf app, cf push, cf restage) reads.
 func (s *server) getAppCurrentDroplet(w http.ResponseWriter, r *http.Request) error {
-	session := sessionOf(r)
-	app, err := s.findApp(r.Context(), session, r.PathValue("guid"))
+	app, err := s.findApp(r, r.PathValue("guid"))
 	if err != nil {
 		return err
 	}
-	current := app.Spec.CurrentDropletRef.Name
-	if current == "" {
-		return cferror.ResourceNotFound(dropletResource)
-	}
-	build := &cfv1alpha1.CFBuild{}
-	err = session.Client.Get(r.Context(), client.ObjectKey{Namespace: app.Namespace, Name: current}, build)
-	if unreadable(err) || (err == nil && !presenter.Staged(build)) {
-		return cferror.ResourceNotFound(dropletResource)
-	}
+	build, err := cf.CurrentDroplet(r.Context(), userOf(r).Client, app)
 	if err != nil {
 		return err
 	}
 	return s.writeDroplet(w, r, build)
 }
 
-// writeDroplet answers the droplet of a staged build.
+// writeDroplet answers the droplet of a staged build, on the stack that cf.DropletStack names.
 func (s *server) writeDroplet(w http.ResponseWriter, r *http.Request, build *cfv1alpha1.CFBuild) error {
-	stacks, err := s.clusterStacks(r.Context())
+	stacks, err := s.clusterStacks(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, presenter.ForDroplet(build, stacks, s.baseURL(r)))
+	writeJSON(w, http.StatusOK, presenter.ForDroplet(build, cf.DropletStack(build.StagedDroplet(), stacks), s.baseURL(r)))
 	return nil
 }
 
-// dropletOrders are the order_by fields of CF's droplet list.
-var dropletOrders = []string{"created_at", "updated_at"}
-
 // listAppDroplets is GET /v3/apps/:guid/droplets (cf droplets): the app's staged builds.
 func (s *server) listAppDroplets(w http.ResponseWriter, r *http.Request) error {
-	app, err := s.findApp(r.Context(), sessionOf(r), r.PathValue("guid"))
+	app, err := s.findApp(r, r.PathValue("guid"))
 	if err != nil {
 		return err
 	}
@@ -87,28 +72,66 @@ func (s *server) listPackageDroplets(w http.ResponseWriter, r *http.Request) err
 // writeDroplets answers a page of the droplets of the builds of a space that match, read as
 // the user. Every droplet is STAGED: a states filter without it matches none.
 func (s *server) writeDroplets(w http.ResponseWriter, r *http.Request, space string, matches func(*cfv1alpha1.CFBuild) bool) error {
-	q, err := listing.Parse(r.URL.Query(), dropletOrders...)
+	q, err := parseList(r, createdOrUpdated...)
 	if err != nil {
 		return err
 	}
-	states := listing.Values(r.URL.Query(), "states")
-	stagedWanted := states == nil || slices.Contains(states, presenter.BuildStaged)
-	builds := &cfv1alpha1.CFBuildList{}
-	if err := sessionOf(r).Client.List(r.Context(), builds, client.InNamespace(space)); err != nil {
-		return cferror.FromKubernetes(err, dropletResource)
+	droplets, err := cf.Droplets(r.Context(), userOf(r).Client, space, matches)
+	if err != nil {
+		return err
 	}
-	stacks, err := s.clusterStacks(r.Context())
+	if states := filter(r, "states"); states != nil && !slices.Contains(states, string(cfv1alpha1.BuildStaged)) {
+		droplets = nil
+	}
+	stacks, err := s.clusterStacks(r)
 	if err != nil {
 		return err
 	}
 	base := s.baseURL(r)
-	var presented []presenter.Droplet
-	for i := range builds.Items {
-		if build := &builds.Items[i]; stagedWanted && matches(build) && presenter.Staged(build) {
-			presented = append(presented, presenter.ForDroplet(build, stacks, base))
-		}
+	writeList(s, w, r, q, droplets, func(b *cfv1alpha1.CFBuild) presenter.Droplet {
+		return presenter.ForDroplet(b, cf.DropletStack(b.StagedDroplet(), stacks), base)
+	})
+	return nil
+}
+
+// getCurrentDroplet is GET /v3/apps/:guid/relationships/current_droplet.
+func (s *server) getCurrentDroplet(w http.ResponseWriter, r *http.Request) error {
+	app, err := s.findApp(r, r.PathValue("guid"))
+	if err != nil {
+		return err
 	}
-	page, total := listing.Apply(presented, q)
-	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, base, r.URL.Path))
+	if app.Spec.CurrentDropletRef.Name == "" {
+		return &cf.NotFoundError{Resource: cf.DropletResource}
+	}
+	writeJSON(w, http.StatusOK, presenter.ForCurrentDroplet(app, s.baseURL(r)))
+	return nil
+}
+
+// currentDropletRequest is the body of PATCH /v3/apps/:guid/relationships/current_droplet.
+type currentDropletRequest struct {
+	Data *struct {
+		GUID string `json:"guid"`
+	} `json:"data"`
+}
+
+// setCurrentDroplet is PATCH /v3/apps/:guid/relationships/current_droplet, as the user
+// (cf.AssignDroplet).
+func (s *server) setCurrentDroplet(w http.ResponseWriter, r *http.Request) error {
+	var req currentDropletRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	app, err := s.findApp(r, r.PathValue("guid"))
+	if err != nil {
+		return err
+	}
+	guid := ""
+	if req.Data != nil {
+		guid = req.Data.GUID
+	}
+	if err := cf.AssignDroplet(r.Context(), userOf(r).Client, app, guid); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, presenter.ForCurrentDroplet(app, s.baseURL(r)))
 	return nil
 }

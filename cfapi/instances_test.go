@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 // runInstances plays the kubelet, which this suite has none of: every instance pod of the
@@ -63,9 +64,9 @@ func setDroplet(ctx context.Context, u user, appGUID, droplet string) {
 func runningApp(ctx context.Context, u user, space, name string) (string, *cfv1alpha1.CFProcess) {
 	GinkgoHelper()
 	guid := pushed(ctx, u, space, "applications:\n- name: "+name+"\n  instances: 2\n")
-	setDroplet(ctx, u, guid, stagedDroplet(ctx, space, guid))
+	setDroplet(ctx, u, guid, cftest.StagedDroplet(ctx, k8s, space, guid))
 	Expect(u.post(ctx, "/v3/apps/"+guid+"/actions/start", nil).status).To(Equal(http.StatusOK))
-	web := webProcess(ctx, space, guid)
+	web := cftest.WebProcess(ctx, k8s, space, guid)
 	expectRunning(ctx, u, web)
 	return guid, web
 }
@@ -111,7 +112,7 @@ var _ = Describe("an app's instances right after a start through the CF API", fu
 		// cf push sets the new droplet between a stop and a restart; this spec leaves the stop
 		// out so that the instances of the droplet before still run when it reads the stats,
 		// as they did for the cf CLI when cf-hnc's status lagged behind the stop.
-		setDroplet(ctx, developer, guid, stagedDroplet(ctx, space, guid))
+		setDroplet(ctx, developer, guid, cftest.StagedDroplet(ctx, k8s, space, guid))
 		Expect(instancesOf(ctx, developer, web)).To(HaveExactElements(instanceStarting, Or(instanceStarting, instanceDown)))
 		expectRunning(ctx, developer, web)
 	})

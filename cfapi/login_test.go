@@ -1,7 +1,6 @@
 package cfapi_test
 
 import (
-	"context"
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
@@ -54,7 +53,7 @@ var _ = Describe("cf auth and /whoami", func() {
 	It("names a user with a token as the apiserver names it", func(ctx SpecContext) {
 		u := newUser(ctx, "token-user")
 		Expect(decode[map[string]string](u.get(ctx, "/whoami"), http.StatusOK)).
-			To(Equal(map[string]string{"name": u.name, "kind": "ServiceAccount"}))
+			To(Equal(map[string]string{"name": u.Name, "kind": "ServiceAccount"}))
 	})
 
 	It("names a user with a client certificate as the apiserver names it", func(ctx SpecContext) {
@@ -96,30 +95,17 @@ var _ = Describe("cf auth and /whoami", func() {
 	})
 
 	It("remembers a user per credential for the session TTL, and asks the apiserver again after it", func(ctx SpecContext) {
-		remembering := startAPI(time.Hour)
+		remembering, _ := startAPI(ctx, func(c *cfapi.Config) { c.SessionTTL, c.ReadyTimeout = time.Hour, time.Minute })
 		u := newUser(ctx, "revoked")
 		for _, target := range []string{remembering + "/whoami", api + "/whoami"} {
 			Expect(u.get(ctx, target).status).To(Equal(http.StatusOK))
 		}
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: u.namespace, Name: "revoked"}}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: u.Namespace, Name: "revoked"}}
 		Expect(k8s.Delete(ctx, sa)).To(Succeed(), "which revokes its tokens")
 
-		Expect(decode[map[string]string](u.get(ctx, remembering+"/whoami"), http.StatusOK)).To(HaveKeyWithValue("name", u.name),
+		Expect(decode[map[string]string](u.get(ctx, remembering+"/whoami"), http.StatusOK)).To(HaveKeyWithValue("name", u.Name),
 			"an API that remembers sessions for an hour still knows the user")
 		Eventually(func() int { return u.get(ctx, api+"/whoami").status }, sessionTTL+10*time.Second, 200*time.Millisecond).
 			Should(Equal(http.StatusUnauthorized), "the suite's API forgets the session after %s", sessionTTL)
 	})
 })
-
-// startAPI starts another API with the suite's credentials and a session TTL of its own, and
-// returns its URL.
-func startAPI(ttl time.Duration) string {
-	GinkgoHelper()
-	apiCtx, stop := context.WithCancel(context.Background())
-	DeferCleanup(stop)
-	h, err := cfapi.New(apiCtx, apiConfig, cfapi.Config{RootNamespace: root, SessionTTL: ttl, ReadyTimeout: time.Minute, DeleteTimeout: time.Minute, Log: GinkgoLogr})
-	Expect(err).NotTo(HaveOccurred())
-	server := httptest.NewServer(h)
-	DeferCleanup(server.Close)
-	return server.URL
-}

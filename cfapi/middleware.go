@@ -3,13 +3,13 @@ package cfapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/auth"
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
 )
@@ -17,21 +17,18 @@ import (
 // handlerFunc is an endpoint: it writes its answer, or returns the error to answer.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// handle answers an endpoint's error as a Cloud Foundry error: a Kubernetes error as what it
-// maps to, any other as UnknownError, whose cause is logged and not shown.
+// handle answers an endpoint's error as the Cloud Foundry error it maps to (cfErrorOf); the
+// cause of a server error is logged and not shown.
 func (s *server) handle(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		if err := h(status, r); err != nil {
-			var cf *cferror.Error
-			if !errors.As(cferror.FromKubernetes(err, "Resource"), &cf) {
-				cf = cferror.Unknown()
-			}
-			if cf.Status >= http.StatusInternalServerError {
+			answer := cfErrorOf(err)
+			if answer.Status >= http.StatusInternalServerError {
 				s.cfg.Log.Error(err, "request failed", "method", r.Method, "path", r.URL.Path)
 			}
-			cferror.Write(status, cf)
+			cferror.Write(status, answer)
 		}
 		s.cfg.Log.V(1).Info("request", "method", r.Method, "path", r.URL.Path, "status", status.status, "duration", time.Since(start))
 	})
@@ -81,6 +78,9 @@ func fromLoopback(r *http.Request) bool {
 
 func sessionOf(r *http.Request) *auth.Session { return r.Context().Value(sessionKey{}).(*auth.Session) }
 
+// userOf is the user of the request's session, for package cf.
+func userOf(r *http.Request) cf.User { return sessionOf(r).User() }
+
 // baseURL is the API's address for the links of an answer.
 func (s *server) baseURL(r *http.Request) *url.URL {
 	if s.cfg.ExternalURL != nil {
@@ -91,6 +91,11 @@ func (s *server) baseURL(r *http.Request) *url.URL {
 		scheme = "https"
 	}
 	return &url.URL{Scheme: scheme, Host: r.Host}
+}
+
+// warn adds a warning to the answer, which the cf CLI prints (X-Cf-Warnings).
+func warn(w http.ResponseWriter, warning string) {
+	w.Header().Add("X-Cf-Warnings", url.QueryEscape(warning))
 }
 
 // writeJSON answers body; an error writing it means that the client has gone.

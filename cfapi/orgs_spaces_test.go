@@ -63,7 +63,7 @@ func managedOrg(ctx context.Context, userName string) (org string, manager user)
 	GinkgoHelper()
 	org = testenv.CreateOrg(ctx, k8s, unique("org"))
 	manager = newUser(ctx, userName)
-	bind(ctx, org, "cf-org-manager", userSubject(manager))
+	bind(ctx, org, "cf-org-manager", manager.Subject())
 	Eventually(func() int { return manager.get(ctx, "/v3/organizations/"+org).status }).Should(Equal(http.StatusOK))
 	return org, manager
 }
@@ -75,7 +75,7 @@ func developedSpace(ctx context.Context, orgManagerName, spaceName string) (org,
 	org, _ = managedOrg(ctx, orgManagerName)
 	space = testenv.CreateSpace(ctx, k8s, org, spaceName)
 	developer = newUser(ctx, "developer")
-	bind(ctx, space, "cf-space-developer", userSubject(developer))
+	bind(ctx, space, "cf-space-developer", developer.Subject())
 	Eventually(func() int { return developer.get(ctx, "/v3/spaces/"+space).status }).Should(Equal(http.StatusOK))
 	return org, space, developer
 }
@@ -98,11 +98,11 @@ var _ = Describe("cf orgs and cf spaces", Ordered, func() {
 		spaceB1 = testenv.CreateSpace(ctx, k8s, orgB, "space-b")
 
 		orgManager = newUser(ctx, "org-manager")
-		bind(ctx, orgA, "cf-org-manager", userSubject(orgManager))
+		bind(ctx, orgA, "cf-org-manager", orgManager.Subject())
 		groupMember = newUser(ctx, "group-member")
-		bind(ctx, orgB, "cf-org-user", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: groupMember.group()})
+		bind(ctx, orgB, "cf-org-user", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: groupMember.Group()})
 		spaceDeveloper = newUser(ctx, "space-developer")
-		spaceDeveloperBinding = bind(ctx, spaceA1, "cf-space-developer", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: spaceDeveloper.namespace, Name: "space-developer"})
+		spaceDeveloperBinding = bind(ctx, spaceA1, "cf-space-developer", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: spaceDeveloper.Namespace, Name: "space-developer"})
 		opsUser = operator(ctx)
 	})
 
@@ -170,7 +170,7 @@ var _ = Describe("List pages and filters", func() {
 			testenv.CreateSpace(ctx, k8s, org, name)
 		}
 		member = newUser(ctx, "paged-member")
-		bind(ctx, org, "cf-org-user", userSubject(member))
+		bind(ctx, org, "cf-org-user", member.Subject())
 		Eventually(listed(ctx, member, spacesOf(org))).Should(HaveLen(3))
 	})
 
@@ -309,7 +309,7 @@ var _ = Describe("cf create-space", func() {
 
 		space := testenv.CreateSpace(ctx, k8s, org, "existing")
 		developer := newUser(ctx, "developer")
-		bind(ctx, space, "cf-space-developer", userSubject(developer))
+		bind(ctx, space, "cf-space-developer", developer.Subject())
 		Eventually(listed(ctx, developer, orgQuery)).ShouldNot(BeEmpty())
 		Expect(cfErrorOf(developer.post(ctx, "/v3/spaces", spaceBody("mine", org)), http.StatusForbidden)).
 			To(HaveField("Title", "CF-NotAuthorized"))

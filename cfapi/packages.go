@@ -8,30 +8,18 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
-	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
-	"code.cloudfoundry.org/cf-hnc/internal/sourceimage"
 )
-
-const packageResource = "Package"
 
 // maxPackageSize bounds an uploaded zip, and the files it unpacks to, as Cloud Controller's
 // default max_package_size does: the zip is kept on disk while it is converted, and the image
 // in the space's registry.
 const maxPackageSize = 1 << 30
-
 
 // createPackageRequest is the body of POST /v3/packages (cli:actor/v7action/package.go).
 type createPackageRequest struct {
@@ -41,7 +29,7 @@ type createPackageRequest struct {
 	} `json:"relationships"`
 }
 
-// createPackage is POST /v3/packages: a CFPackage of the app, in the app's space, created as the
+// createPackage is POST /v3/packages: a package of the app, in the app's space, created as the
 // user, without bits until they are uploaded.
 func (s *server) createPackage(w http.ResponseWriter, r *http.Request) error {
 	var req createPackageRequest
@@ -51,55 +39,46 @@ func (s *server) createPackage(w http.ResponseWriter, r *http.Request) error {
 	if req.Type != string(cfv1alpha1.BitsPackage) {
 		return cferror.UnprocessableEntity(fmt.Sprintf("Type %q is not a package cf-hnc stages: it stages bits packages", req.Type))
 	}
-	app, err := s.findApp(r.Context(), sessionOf(r), req.Relationships.App.Data.GUID)
-	if isNotFound(err) {
+	app, err := s.findApp(r, req.Relationships.App.Data.GUID)
+	if cf.IsNotFound(err) {
 		return cferror.UnprocessableEntity("Unable to use app. Ensure that the app exists and you have access to it.")
 	}
 	if err != nil {
 		return err
 	}
-	pkg := &cfv1alpha1.CFPackage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: cfv1alpha1.OwnedByApp(&app.CFApp)},
-		Spec:       cfv1alpha1.CFPackageSpec{Type: cfv1alpha1.BitsPackage, AppRef: corev1.LocalObjectReference{Name: app.Name}},
-	}
-	if err := sessionOf(r).Client.Create(r.Context(), pkg); err != nil {
-		return cferror.FromKubernetes(err, packageResource)
+	pkg, err := cf.CreatePackage(r.Context(), userOf(r).Client, app)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusCreated, presenter.ForPackage(pkg, s.baseURL(r)))
 	return nil
 }
 
-// packageOrders are the order_by fields of CF's package list.
-var packageOrders = []string{"created_at", "updated_at"}
-
 // listPackages is GET /v3/packages: the packages of the spaces the user sees, narrowed by
 // app_guids, space_guids and states (cf restage asks for the app's newest READY one).
 func (s *server) listPackages(w http.ResponseWriter, r *http.Request) error {
-	q, err := listing.Parse(r.URL.Query(), packageOrders...)
+	q, err := parseList(r, createdOrUpdated...)
 	if err != nil {
 		return err
 	}
-	session := sessionOf(r)
-	spaces, err := s.visibleSpaces(r.Context(), session, listing.Values(r.URL.Query(), "space_guids"))
+	spaces, err := s.dir.SpaceNamespaces(r.Context(), userOf(r), filter(r, "space_guids"))
 	if err != nil {
 		return err
 	}
-	pkgs, err := listVisible(r.Context(), session, spaces, func() *cfv1alpha1.CFPackageList { return &cfv1alpha1.CFPackageList{} },
-		func(l *cfv1alpha1.CFPackageList) []cfv1alpha1.CFPackage { return l.Items })
+	pkgs, err := cf.PackagesIn(r.Context(), userOf(r).Client, spaces...)
 	if err != nil {
 		return err
 	}
-	apps, states := listing.Values(r.URL.Query(), "app_guids"), listing.Values(r.URL.Query(), "states")
 	base := s.baseURL(r)
-	var presented []presenter.Package
+	apps, states := filter(r, "app_guids"), filter(r, "states")
+	presented := make([]presenter.Package, 0, len(pkgs))
 	for i := range pkgs {
 		p := presenter.ForPackage(&pkgs[i], base)
 		if (apps == nil || slices.Contains(apps, pkgs[i].Spec.AppRef.Name)) && (states == nil || slices.Contains(states, p.State)) {
 			presented = append(presented, p)
 		}
 	}
-	page, total := listing.Apply(presented, q)
-	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, base, r.URL.Path))
+	writeList(s, w, r, q, presented, func(p *presenter.Package) presenter.Package { return *p })
 	return nil
 }
 
@@ -116,85 +95,36 @@ func (s *server) getPackage(w http.ResponseWriter, r *http.Request) error {
 // findPackage returns the package of guid if the user sees it; else CF's "Package not found".
 func (s *server) findPackage(r *http.Request, guid string) (*cfv1alpha1.CFPackage, error) {
 	pkg := &cfv1alpha1.CFPackage{}
-	found, err := s.getVisible(r.Context(), sessionOf(r), guid, pkg)
-	if err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, cferror.ResourceNotFound(packageResource)
-	}
-	return pkg, nil
+	return pkg, s.dir.Find(r.Context(), userOf(r), guid, pkg, cf.PackageResource)
 }
 
 // uploadPackage is POST /v3/packages/:guid/upload: the cf CLI's zip of the app's files (the
 // multipart field bits; it matches no resources, so the field resources is empty) becomes the
-// package image that kubectl cf push makes, pushed to the app's package repository with the
-// space's registry credentials, which the user reads. The package names the image by digest
-// and is READY when the answer comes.
+// package image that kubectl cf push makes (cf.UploadPackage), staged in the API's scratch
+// space while it is converted. The package names the image by digest and is READY when the
+// answer comes.
 func (s *server) uploadPackage(w http.ResponseWriter, r *http.Request) error {
-	ctx, session := r.Context(), sessionOf(r)
 	pkg, err := s.findPackage(r, r.PathValue("guid"))
 	if err != nil {
 		return err
 	}
-	if pkg.Spec.Source.Registry.Image != "" {
-		return cferror.UnprocessableEntity("Package " + pkg.Name + " has its bits already: create a new package to upload again")
-	}
-	space, err := s.visibleSpace(r, pkg.Namespace)
+	space, err := s.dir.Space(r.Context(), userOf(r), pkg.Namespace)
 	if err != nil {
 		return err
 	}
-	build := space.Status.Build
-	if build == nil || build.DropletRepositoryPrefix == "" || len(build.RegistryCredentials) == 0 {
-		return cferror.UnprocessableEntity(fmt.Sprintf("Space %q has no registry to keep packages in yet (%s); an operator places it with kubectl cf set-registry",
-			space.Spec.DisplayName, buildReadiness(space)))
-	}
-	keychain, err := sourceimage.Keychain(ctx, session.Client, space)
-	if err != nil {
-		return cferror.FromKubernetes(err, "Secret")
-	}
-	dir, err := os.MkdirTemp("", "cfapi-upload-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	zipPath, err := receiveBits(w, r, dir)
-	if err != nil {
-		return err
-	}
-	layerPath, err := convertZip(zipPath, dir)
-	if err != nil {
-		return err
-	}
-	img, err := sourceimage.Image(layerPath)
-	if err != nil {
-		return err
-	}
-	ref, err := sourceimage.Push(ctx, keychain, img, build.DropletRepositoryPrefix, pkg.Spec.AppRef.Name, pkg.Name)
-	if err != nil {
-		return cferror.ServiceUnavailable("The space's registry did not take the package: " + err.Error())
-	}
-	patch := client.MergeFromWithOptions(pkg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pkg.Spec.Source.Registry = cfv1alpha1.Registry{Image: ref, ImagePullSecrets: build.SecretNames()}
-	if err := session.Client.Patch(ctx, pkg, patch); err != nil {
-		if apierrors.IsConflict(err) {
-			return cferror.UnprocessableEntity("Package " + pkg.Name + " changed while its bits were uploaded: create a new package to upload again")
+	var staged *upload
+	defer func() { staged.done() }()
+	if err := cf.UploadPackage(r.Context(), userOf(r).Client, space, pkg, func() (string, error) {
+		var err error
+		if staged, err = s.scratch.start(); err != nil {
+			return "", err
 		}
-		return cferror.FromKubernetes(err, packageResource)
+		return staged.receive(w, r)
+	}); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, presenter.ForPackage(pkg, s.baseURL(r)))
 	return nil
-}
-
-// buildReadiness is the space's BuildReady condition for a person, or that cf-hnc has not
-// resolved its build configuration yet.
-func buildReadiness(space *cfv1alpha1.CFSpace) string {
-	for _, c := range space.Status.Conditions {
-		if c.Type == cfv1alpha1.BuildReadyCondition {
-			return fmt.Sprintf("BuildReady is %s, %s: %s", c.Status, c.Reason, c.Message)
-		}
-	}
-	return "cf-hnc has not resolved its build configuration yet"
 }
 
 // tooLarge is CF's answer to an upload or a zip past maxPackageSize.
@@ -202,10 +132,11 @@ func tooLarge() error {
 	return cferror.AppPackageInvalid(fmt.Sprintf("Package may not be larger than %d bytes", maxPackageSize))
 }
 
-// receiveBits streams the multipart upload into dir: the zip of the field bits, whose path it
-// returns. The field resources, the files the cf CLI expects the API to hold already, must be
-// empty: cf-hnc matches none (POST /v3/resource_matches).
-func receiveBits(w http.ResponseWriter, r *http.Request, dir string) (string, error) {
+// receive streams the multipart upload into the upload's directory, the zip of the field bits,
+// converts it into the source layer and returns the layer's path. The field resources, the
+// files the cf CLI expects the API to hold already, must be empty: cf-hnc matches none (POST
+// /v3/resource_matches).
+func (u *upload) receive(w http.ResponseWriter, r *http.Request) (string, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxPackageSize+maxBody)
 	form, err := r.MultipartReader()
 	if err != nil {
@@ -226,7 +157,7 @@ func receiveBits(w http.ResponseWriter, r *http.Request, dir string) (string, er
 				return "", err
 			}
 		case "bits":
-			if zipPath, err = saveZip(part, dir); err != nil {
+			if zipPath, err = u.saveZip(part); err != nil {
 				return "", err
 			}
 		}
@@ -234,11 +165,16 @@ func receiveBits(w http.ResponseWriter, r *http.Request, dir string) (string, er
 	if zipPath == "" {
 		return "", cferror.AppBitsUploadInvalid("the field bits, the zip of the app's files, is missing")
 	}
-	return zipPath, nil
+	return u.convertZip(zipPath)
 }
 
-// uploadError is the error of reading the upload: past maxPackageSize, or not multipart.
+// uploadError is the error of reading or storing the upload: no room in the scratch space,
+// past maxPackageSize, or not multipart.
 func uploadError(err error) error {
+	var answer *cferror.Error
+	if errors.As(err, &answer) {
+		return answer
+	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return tooLarge()
@@ -257,9 +193,9 @@ func noResources(part *multipart.Part) error {
 	return nil
 }
 
-// saveZip writes the zip to a file in dir, refusing one past maxPackageSize.
-func saveZip(part *multipart.Part, dir string) (string, error) {
-	f, err := os.Create(filepath.Join(dir, "package.zip"))
+// saveZip writes the zip to a file of the upload, refusing one past maxPackageSize.
+func (u *upload) saveZip(part *multipart.Part) (string, error) {
+	f, err := u.create("package.zip")
 	if err != nil {
 		return "", err
 	}
@@ -274,21 +210,22 @@ func saveZip(part *multipart.Part, dir string) (string, error) {
 	return f.Name(), f.Close()
 }
 
-// convertZip writes the layer of the zip's files into dir and returns its path.
-func convertZip(zipPath, dir string) (string, error) {
+// convertZip writes the layer of the zip's files into a file of the upload and returns its
+// path.
+func (u *upload) convertZip(zipPath string) (string, error) {
 	zr, err := zip.OpenReader(zipPath)
 	if err != nil {
 		return "", cferror.AppPackageInvalid("the field bits is not a zip: " + err.Error())
 	}
 	defer zr.Close()
-	out, err := os.Create(filepath.Join(dir, "layer.tar"))
+	out, err := u.create("layer.tar")
 	if err != nil {
 		return "", err
 	}
 	defer out.Close()
-	layer := sourceimage.NewLayer(out)
-	if err := sourceimage.FromZip(&zr.Reader, layer, maxPackageSize); err != nil {
-		if errors.Is(err, sourceimage.ErrInvalidZip) {
+	layer := cf.NewSourceLayer(out)
+	if err := cf.ZipToLayer(&zr.Reader, layer, maxPackageSize); err != nil {
+		if errors.Is(err, cf.ErrInvalidZip) {
 			return "", cferror.AppPackageInvalid(err.Error())
 		}
 		return "", err

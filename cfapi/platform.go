@@ -1,7 +1,6 @@
 package cfapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,7 +8,7 @@ import (
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
 )
 
@@ -19,35 +18,30 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listStacks is GET /v3/stacks: kpack's ClusterStacks, which an app's lifecycle names. They are
-// cluster-scoped and the same for every user: the API reads them with its own rights.
+// listStacks is GET /v3/stacks: kpack's ClusterStacks, which an app's lifecycle names, read with
+// the API's own rights: they are the same for every user.
 func (s *server) listStacks(w http.ResponseWriter, r *http.Request) error {
-	q, err := listing.Parse(r.URL.Query())
+	q, err := parseList(r)
 	if err != nil {
 		return err
 	}
-	stacks, err := s.clusterStacks(r.Context())
+	stacks, err := s.clusterStacks(r)
 	if err != nil {
 		return err
 	}
 	base := s.baseURL(r)
-	presented := make([]presenter.Stack, len(stacks))
-	for i := range stacks {
-		presented[i] = presenter.ForStack(&stacks[i], base)
-	}
-	page, total := listing.Apply(presented, q)
-	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, base, r.URL.Path))
+	writeList(s, w, r, q, stacks, func(stack *kpackv1alpha2.ClusterStack) presenter.Stack { return presenter.ForStack(stack, base) })
 	return nil
 }
 
 // clusterStacks are kpack's ClusterStacks, read with the API's own rights: the stacks that
 // cf stacks lists, and that name the stacks of buildpacks and droplets.
-func (s *server) clusterStacks(ctx context.Context) ([]kpackv1alpha2.ClusterStack, error) {
-	stacks := &kpackv1alpha2.ClusterStackList{}
-	if err := s.live.List(ctx, stacks); err != nil {
+func (s *server) clusterStacks(r *http.Request) ([]kpackv1alpha2.ClusterStack, error) {
+	stacks, err := cf.Stacks(r.Context(), s.live)
+	if err != nil {
 		return nil, ownReadFailed(err)
 	}
-	return stacks.Items, nil
+	return stacks, nil
 }
 
 // ownReadFailed is the error of a read with the API's own rights: the API's failure (its
@@ -60,33 +54,30 @@ func ownReadFailed(err error) error {
 // buildpackOrders are the order_by fields of CF's buildpack list, by position unless asked.
 var buildpackOrders = []string{"position", "created_at", "updated_at"}
 
-// listBuildpacks is GET /v3/buildpacks: the buildpacks of kpack's ClusterStores, which an
-// app's lifecycle names (kubectl cf push -b completes the same), read with the API's own rights.
-// The lifecycle filter matches cf-hnc's only lifecycle, buildpack.
+// listBuildpacks is GET /v3/buildpacks: the buildpacks of kpack's ClusterStores (cf.Buildpacks),
+// which an app's lifecycle names (kubectl cf push -b completes the same), read with the API's
+// own rights. The lifecycle filter matches cf-hnc's only lifecycle, buildpack.
 func (s *server) listBuildpacks(w http.ResponseWriter, r *http.Request) error {
-	q, err := listing.Parse(r.URL.Query(), buildpackOrders...)
+	q, err := parseList(r, buildpackOrders...)
 	if err != nil {
 		return err
 	}
-	stores := &kpackv1alpha2.ClusterStoreList{}
-	if err := s.live.List(r.Context(), stores); err != nil {
+	stores, err := cf.Stores(r.Context(), s.live)
+	if err != nil {
 		return ownReadFailed(err)
 	}
-	stacks, err := s.clusterStacks(r.Context())
+	stacks, err := s.clusterStacks(r)
 	if err != nil {
 		return err
 	}
-	base := s.baseURL(r)
-	buildpacks := presenter.BuildpacksOf(stores.Items, stacks, base)
-	if lifecycles := listing.Values(r.URL.Query(), "lifecycle"); lifecycles != nil && !slices.Contains(lifecycles, string(cfv1alpha1.BuildpackLifecycle)) {
+	buildpacks := cf.Buildpacks(stores, stacks)
+	if lifecycles := filter(r, "lifecycle"); lifecycles != nil && !slices.Contains(lifecycles, string(cfv1alpha1.BuildpackLifecycle)) {
 		buildpacks = nil
 	}
-	if stackNames := listing.Values(r.URL.Query(), "stacks"); stackNames != nil {
-		buildpacks = slices.DeleteFunc(buildpacks, func(b presenter.Buildpack) bool {
-			return b.Stack == nil || !slices.Contains(stackNames, *b.Stack)
-		})
+	if stackNames := filter(r, "stacks"); stackNames != nil {
+		buildpacks = slices.DeleteFunc(buildpacks, func(b cf.Buildpack) bool { return !slices.Contains(stackNames, b.Stack) })
 	}
-	page, total := listing.Apply(buildpacks, q)
-	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, base, r.URL.Path))
+	base := s.baseURL(r)
+	writeList(s, w, r, q, buildpacks, func(b *cf.Buildpack) presenter.Buildpack { return presenter.ForBuildpack(*b, base) })
 	return nil
 }

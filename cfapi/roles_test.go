@@ -82,14 +82,14 @@ func bindingsOf(ctx context.Context, namespace, clusterRole string) []rbacv1.Rol
 }
 
 func serviceAccountSubject(u user) rbacv1.Subject {
-	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: u.namespace, Name: u.name[len("system:serviceaccount:"+u.namespace+":"):]}
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: u.Namespace, Name: u.Name[len("system:serviceaccount:"+u.Namespace+":"):]}
 }
 
 var _ = Describe("cf create-space with the creator's roles", func() {
 	It("creates the space, then grants its creator, an org manager, the roles that cf create-space asks for", func(ctx SpecContext) {
 		org, manager := managedOrg(ctx, "space-creator")
 		me := decode[struct{ Name, Kind string }](manager.get(ctx, "/whoami"), http.StatusOK)
-		Expect(me).To(Equal(struct{ Name, Kind string }{manager.name, "ServiceAccount"}))
+		Expect(me).To(Equal(struct{ Name, Kind string }{manager.Name, "ServiceAccount"}))
 		space := decode[resource](manager.post(ctx, "/v3/spaces", spaceBody("dev", org)), http.StatusCreated).GUID
 
 		// cli:actor/v7action/role.go CreateSpaceRole, twice: org user (a 422 for a role the user
@@ -125,9 +125,9 @@ var _ = Describe("cf set-space-role and cf set-org-role", func() {
 		teammate := newUser(ctx, "teammate")
 		Expect(guidByName(ctx, manager, "/v3/spaces", "shared", "organization_guids", org)).To(Equal(space))
 
-		Expect(manager.post(ctx, "/v3/roles", roleBody("organization_user", "organization", org, teammate.name)).status).To(Equal(http.StatusCreated))
-		Expect(manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, teammate.name)).status).To(Equal(http.StatusCreated))
-		Expect(cfErrorOf(manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, teammate.name)), http.StatusUnprocessableEntity).Detail).
+		Expect(manager.post(ctx, "/v3/roles", roleBody("organization_user", "organization", org, teammate.Name)).status).To(Equal(http.StatusCreated))
+		Expect(manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, teammate.Name)).status).To(Equal(http.StatusCreated))
+		Expect(cfErrorOf(manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, teammate.Name)), http.StatusUnprocessableEntity).Detail).
 			To(MatchRegexp(alreadyHasRole.String()), "cf set-space-role prints it as a warning and OK")
 		Eventually(listed(ctx, teammate, spacesOf(org))).Should(Equal([]string{"shared"}))
 
@@ -140,7 +140,7 @@ var _ = Describe("cf set-space-role and cf set-org-role", func() {
 	It("refuses a role grant to a space developer, as RBAC does, and creates no RoleBinding", func(ctx SpecContext) {
 		org, space, developer := developedSpace(ctx, "role-granter", "guarded")
 
-		Expect(cfErrorOf(developer.post(ctx, "/v3/roles", roleBody("space_manager", "space", space, developer.name)), http.StatusForbidden)).
+		Expect(cfErrorOf(developer.post(ctx, "/v3/roles", roleBody("space_manager", "space", space, developer.Name)), http.StatusForbidden)).
 			To(And(HaveField("Code", 10003), HaveField("Title", "CF-NotAuthorized")))
 		Expect(cfErrorOf(developer.post(ctx, "/v3/roles", roleBody("organization_user", "organization", org, "mallory")), http.StatusForbidden)).
 			To(HaveField("Title", "CF-NotAuthorized"))
@@ -171,23 +171,23 @@ var _ = Describe("cf space-users and cf org-users", func() {
 		space := testenv.CreateSpace(ctx, k8s, org, "listed")
 		developer, auditor := newUser(ctx, "developer"), newUser(ctx, "auditor")
 		Expect(guidByName(ctx, manager, "/v3/spaces", "listed", "organization_guids", org)).To(Equal(space))
-		Expect(manager.post(ctx, "/v3/roles", roleBody("organization_user", "organization", org, developer.name)).status).To(Equal(http.StatusCreated))
-		Expect(manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, developer.name)).status).To(Equal(http.StatusCreated))
-		Expect(manager.post(ctx, "/v3/roles", roleBody("space_auditor", "space", space, auditor.name)).status).To(Equal(http.StatusCreated))
+		Expect(manager.post(ctx, "/v3/roles", roleBody("organization_user", "organization", org, developer.Name)).status).To(Equal(http.StatusCreated))
+		Expect(manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, developer.Name)).status).To(Equal(http.StatusCreated))
+		Expect(manager.post(ctx, "/v3/roles", roleBody("space_auditor", "space", space, auditor.Name)).status).To(Equal(http.StatusCreated))
 
 		// cli:actor/v7action/role.go getUsersByRoleType
 		spaceRoles := decode[roleList](manager.get(ctx, "/v3/roles?space_guids="+space+"&include=user"), http.StatusOK)
-		Expect(grants(spaceRoles)).To(ConsistOf(grant{"space_developer", developer.name}, grant{"space_auditor", auditor.name}))
+		Expect(grants(spaceRoles)).To(ConsistOf(grant{"space_developer", developer.Name}, grant{"space_auditor", auditor.Name}))
 		Expect(spaceRoles.Included.Users).To(ConsistOf(
-			cfUser{GUID: developer.name, Username: developer.name, PresentationName: developer.name, Origin: "kubernetes"},
-			cfUser{GUID: auditor.name, Username: auditor.name, PresentationName: auditor.name, Origin: "kubernetes"}))
+			cfUser{GUID: developer.Name, Username: developer.Name, PresentationName: developer.Name, Origin: "kubernetes"},
+			cfUser{GUID: auditor.Name, Username: auditor.Name, PresentationName: auditor.Name, Origin: "kubernetes"}))
 
 		orgRoles := decode[roleList](manager.get(ctx, "/v3/roles?organization_guids="+org+"&include=user"), http.StatusOK)
-		Expect(grants(orgRoles)).To(ConsistOf(grant{"organization_manager", manager.name}, grant{"organization_user", developer.name}))
+		Expect(grants(orgRoles)).To(ConsistOf(grant{"organization_manager", manager.Name}, grant{"organization_user", developer.Name}))
 
 		// cli:actor/v7action/role.go GetRoleGUID, as cf unset-space-role finds the role.
-		found := decode[roleList](manager.get(ctx, "/v3/roles?user_guids="+developer.name+"&types=space_developer&space_guids="+space+"&per_page=1&page=1"), http.StatusOK)
-		Expect(grants(found)).To(Equal([]grant{{"space_developer", developer.name}}))
+		found := decode[roleList](manager.get(ctx, "/v3/roles?user_guids="+developer.Name+"&types=space_developer&space_guids="+space+"&per_page=1&page=1"), http.StatusOK)
+		Expect(grants(found)).To(Equal([]grant{{"space_developer", developer.Name}}))
 
 		Expect(decode[roleList](manager.get(ctx, "/v3/roles?types=space_auditor"), http.StatusOK).Resources).
 			To(ConsistOf(HaveField("Relationships", HaveKeyWithValue("space", HaveField("Data", HaveField("GUID", space))))))
@@ -203,7 +203,7 @@ var _ = Describe("cf space-users and cf org-users", func() {
 		space := testenv.CreateSpace(ctx, k8s, org, "revoked")
 		developer := newUser(ctx, "developer")
 		Expect(guidByName(ctx, manager, "/v3/spaces", "revoked", "organization_guids", org)).To(Equal(space))
-		granted := decode[role](manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, developer.name)), http.StatusCreated)
+		granted := decode[role](manager.post(ctx, "/v3/roles", roleBody("space_developer", "space", space, developer.Name)), http.StatusCreated)
 
 		spaceRoles := func() []role {
 			return decode[roleList](manager.get(ctx, "/v3/roles?space_guids="+space), http.StatusOK).Resources

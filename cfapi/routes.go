@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
-	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
 )
 
@@ -13,7 +12,7 @@ import (
 
 // listAppRoutes is GET /v3/apps/:guid/routes: none, for an app that the user sees.
 func (s *server) listAppRoutes(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.findApp(r.Context(), sessionOf(r), r.PathValue("guid")); err != nil {
+	if _, err := s.findApp(r, r.PathValue("guid")); err != nil {
 		return err
 	}
 	return s.writeEmptyList(w, r)
@@ -39,7 +38,7 @@ func (s *server) createDeployment(http.ResponseWriter, *http.Request) error {
 
 // writeEmptyList answers a list that has nothing, for a query that is valid.
 func (s *server) writeEmptyList(w http.ResponseWriter, r *http.Request) error {
-	q, err := listing.Parse(r.URL.Query(), processOrders...)
+	q, err := parseList(r, createdOrUpdated...)
 	if err != nil {
 		return err
 	}

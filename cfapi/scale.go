@@ -5,9 +5,10 @@ import (
 	"net/http"
 	"strings"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/utils/ptr"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
 )
@@ -59,13 +60,11 @@ func (req scaleRequest) problems() []string {
 }
 
 // change is what the request changes of a process, once it has no problems.
-func (req scaleRequest) change() processChange {
-	var c processChange
+func (req scaleRequest) change() cf.ProcessChange {
+	c := cf.ProcessChange{MemoryMB: req.MemoryInMB, DiskMB: req.DiskInMB}
 	if req.Instances != nil {
-		instances := int32(*req.Instances)
-		c.instances = &instances
+		c.Instances = ptr.To(int32(*req.Instances))
 	}
-	c.memoryMB, c.diskMB = req.MemoryInMB, req.DiskInMB
 	return c
 }
 
@@ -80,7 +79,7 @@ func (s *server) scaleAppProcess(w http.ResponseWriter, r *http.Request) error {
 			return s.scale(w, r, &processes[i])
 		}
 	}
-	return cferror.ResourceNotFound(processResource)
+	return cferror.ResourceNotFound(cf.ProcessResource)
 }
 
 // scaleProcess is POST /v3/processes/:guid/actions/scale, the process's scale link.
@@ -104,11 +103,8 @@ func (s *server) scale(w http.ResponseWriter, r *http.Request, p *cfv1alpha1.CFP
 	if problems := req.problems(); problems != nil {
 		return cferror.UnprocessableEntity(strings.Join(problems, ", "))
 	}
-	patch := client.MergeFrom(p.DeepCopy())
-	if req.change().apply(&p.Spec) {
-		if err := sessionOf(r).Client.Patch(r.Context(), p, patch); err != nil {
-			return cferror.FromKubernetes(err, processResource)
-		}
+	if _, err := cf.UpdateProcess(r.Context(), userOf(r).Client, p, req.change()); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, presenter.ForProcess(p, s.baseURL(r)))
 	return nil

@@ -7,16 +7,18 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 var _ = Describe("cf scale through the CF API", func() {
 	It("scales a started app's process as cf scale -i 2 -m 512M -k 2G -f does, then restarts it and finds its instances", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "app-scaler", "apps")
 		guid := pushed(ctx, developer, space, "applications:\n- name: scaled\n")
-		droplet := stagedDroplet(ctx, space, guid)
+		droplet := cftest.StagedDroplet(ctx, k8s, space, guid)
 		setDroplet(ctx, developer, guid, droplet)
 		Expect(developer.post(ctx, "/v3/apps/"+guid+"/actions/start", nil).status).To(Equal(http.StatusOK))
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 
 		// cli:command/v7/scale_command.go: the app by name, the scale of its web process with the
 		// flags given, then stop and start (new limits), PollStart and the app's summary.
@@ -46,7 +48,7 @@ var _ = Describe("cf scale through the CF API", func() {
 	It("refuses what Cloud Controller refuses, in its words, and what cf-hnc cannot do, and changes nothing", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "app-scaler", "refused")
 		guid := pushed(ctx, developer, space, "applications:\n- name: fixed\n  instances: 3\n  memory: 256M\n")
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 		before := web.Spec
 		scale := "/v3/apps/" + guid + "/processes/web/actions/scale"
 
@@ -76,7 +78,7 @@ var _ = Describe("cf scale through the CF API", func() {
 
 		By("a space auditor sees the process, and RBAC refuses the write")
 		auditor := newUser(ctx, "auditor")
-		bind(ctx, space, "cf-space-auditor", userSubject(auditor))
+		bind(ctx, space, "cf-space-auditor", auditor.Subject())
 		Eventually(func() int { return auditor.get(ctx, "/v3/processes/"+web.Name).status }).Should(Equal(http.StatusOK))
 		Expect(cfErrorOf(auditor.post(ctx, scale, map[string]any{"instances": 1}), http.StatusForbidden)).
 			To(And(HaveField("Title", "CF-NotAuthorized"), HaveField("Detail", ContainSubstring("cannot patch resource \"cfprocesses\""))))
@@ -90,7 +92,7 @@ var _ = Describe("the links of a process", func() {
 	It("serves every link that a process advertises, its scale action among them", func(ctx SpecContext) {
 		_, space, developer := developedSpace(ctx, "link-follower", "apps")
 		guid := pushed(ctx, developer, space, "applications:\n- name: linked\n")
-		web := webProcess(ctx, space, guid)
+		web := cftest.WebProcess(ctx, k8s, space, guid)
 
 		links := decode[struct {
 			Links map[string]struct {

@@ -1,22 +1,10 @@
-// Package cfapi is a subset of the Cloud Foundry V3 API for the cf CLI, in front of cf-hnc's
-// objects: the root document that turns on the CLI's Kubernetes login, /whoami, orgs, spaces
-// and the jobs of their deletion, the org and space roles, info, stacks and buildpacks; and
-// for cf push, cf restage, cf apps, cf app, cf scale and cf delete: apps and their manifests,
-// processes, their scale and their instances, packages, builds, droplets and staging logs.
-//
-// Every request acts with the caller's own Kubernetes credentials (package auth), so that RBAC
-// and cf-hnc's admission decide every read and write as they do for kubectl. The API's own
-// credentials only read, from a cache: the orgs, the spaces and the RoleBindings of the CF
-// roles, to filter lists by membership (package membership), to wait for a new org or space to
-// become ready, and to tell when an org's or a space's deletion is done; and, without a cache,
-// kpack's ClusterStacks and ClusterStores, which are the same for every user.
 package cfapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"time"
@@ -29,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/auth"
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
-	"code.cloudfoundry.org/cf-hnc/cfapi/membership"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 )
 
@@ -49,9 +37,19 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// DeleteTimeout is how long a deletion may take before its job fails.
 	DeleteTimeout time.Duration
+	// ScratchDir is where uploads are staged on disk while they are converted and pushed.
+	ScratchDir string
+	// ScratchBytes bounds the bytes that all the uploads of this API, at once, may hold in
+	// ScratchDir: an upload that finds no room is refused, and retried by the user later. Zero:
+	// DefaultScratchBytes.
+	ScratchBytes int64
 	// Log receives a line per failed request and, at V(1), per request.
 	Log logr.Logger
 }
+
+// DefaultScratchBytes is the scratch space of uploads that Config does not set: an upload holds
+// its zip and the layer made of it, each up to the size of the package.
+const DefaultScratchBytes = 1 << 30
 
 // cacheSyncTimeout bounds the first read of the API's cache: without the read rights of its
 // ServiceAccount the cache never syncs, and the API should fail to start rather than hang.
@@ -77,10 +75,11 @@ func New(ctx context.Context, config *rest.Config, cfg Config) (http.Handler, er
 		}
 	}
 	s := &server{
-		cfg:   cfg,
-		cache: cl.GetClient(),
-		live:  cl.GetAPIReader(),
-		auth:  auth.NewAuthenticator(config, client.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper()}, cfg.SessionTTL),
+		cfg:     cfg,
+		dir:     cf.Directory{Reader: cl.GetClient(), Root: cfg.RootNamespace},
+		live:    cl.GetAPIReader(),
+		auth:    auth.NewAuthenticator(config, client.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper()}, cfg.SessionTTL),
+		scratch: newScratch(cfg.ScratchDir, cmp.Or(cfg.ScratchBytes, DefaultScratchBytes)),
 	}
 	return s.routes(), nil
 }
@@ -97,7 +96,7 @@ func newCluster(ctx context.Context, config *rest.Config, root string) (cluster.
 			ReaderFailOnMissingInformer: true,
 			ByObject: map[client.Object]cache.ByObject{
 				&cfv1alpha1.CFOrg{}:   {Namespaces: map[string]cache.Config{root: {}}},
-				&rbacv1.RoleBinding{}: {Transform: membership.TrimRoleBinding},
+				&rbacv1.RoleBinding{}: {Transform: cf.TrimRoleBinding},
 			},
 		}
 	})
@@ -107,12 +106,10 @@ func newCluster(ctx context.Context, config *rest.Config, root string) (cluster.
 	if _, err := cl.GetCache().GetInformer(ctx, &cfv1alpha1.CFOrg{}); err != nil {
 		return nil, err
 	}
-	if err := cl.GetFieldIndexer().IndexField(ctx, &cfv1alpha1.CFSpace{}, membership.NameField, func(obj client.Object) []string {
-		return []string{obj.GetName()}
-	}); err != nil {
+	if err := cf.IndexSpaceNames(ctx, cl.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	if err := membership.IndexRoleBindings(ctx, cl.GetFieldIndexer()); err != nil {
+	if err := cf.IndexRoleBindings(ctx, cl.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	return cl, nil
@@ -120,12 +117,13 @@ func newCluster(ctx context.Context, config *rest.Config, root string) (cluster.
 
 type server struct {
 	cfg Config
-	// cache reads the API's cache, with its own rights.
-	cache client.Reader
+	// dir says, from the API's cache, which orgs and spaces a user sees.
+	dir cf.Directory
 	// live reads the apiserver with the API's own rights, where a stale cache would answer
 	// wrong (whether a deletion is done), and what the API does not cache (stacks, buildpacks).
-	live client.Reader
-	auth *auth.Authenticator
+	live    client.Reader
+	auth    *auth.Authenticator
+	scratch *scratch
 }
 
 func (s *server) routes() http.Handler {
@@ -133,28 +131,65 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /{$}", s.handle(s.root))
 	mux.Handle("GET /v3", s.handle(s.v3))
 	mux.Handle("GET /v3/info", s.handle(s.info))
-	authenticated := map[string]handlerFunc{
-		"GET /whoami":                     s.whoami,
-		"GET /v3/organizations":           s.listOrgs,
-		"POST /v3/organizations":          s.createOrg,
-		"GET /v3/organizations/{guid}":    s.getOrg,
-		"DELETE /v3/organizations/{guid}": s.deleteOrg,
-		"GET /v3/spaces":                  s.listSpaces,
-		"POST /v3/spaces":                 s.createSpace,
-		"GET /v3/spaces/{guid}":           s.getSpace,
-		"DELETE /v3/spaces/{guid}":        s.deleteSpace,
-		"GET /v3/jobs/{guid}":             s.getJob,
-		"GET /v3/roles":                   s.listRoles,
-		"POST /v3/roles":                  s.createRole,
-		"DELETE /v3/roles/{guid}":         s.deleteRole,
-		"GET /v3/stacks":                  s.listStacks,
-		"GET /v3/buildpacks":              s.listBuildpacks,
-	}
-	maps.Copy(authenticated, s.appRoutes())
-	maps.Copy(authenticated, s.stagingRoutes())
-	for pattern, h := range authenticated {
+	for pattern, h := range s.authenticatedRoutes() {
 		mux.Handle(pattern, s.handle(s.authenticate(h)))
 	}
 	mux.Handle("/", s.handle(func(http.ResponseWriter, *http.Request) error { return cferror.UnknownRequest() }))
 	return mux
+}
+
+// authenticatedRoutes are the endpoints that act as the user of the request's credentials.
+func (s *server) authenticatedRoutes() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"GET /whoami":                                         s.whoami,
+		"GET /v3/organizations":                               s.listOrgs,
+		"POST /v3/organizations":                              s.createOrg,
+		"GET /v3/organizations/{guid}":                        s.getOrg,
+		"DELETE /v3/organizations/{guid}":                     s.deleteOrg,
+		"GET /v3/spaces":                                      s.listSpaces,
+		"POST /v3/spaces":                                     s.createSpace,
+		"GET /v3/spaces/{guid}":                               s.getSpace,
+		"DELETE /v3/spaces/{guid}":                            s.deleteSpace,
+		"GET /v3/jobs/{guid}":                                 s.getJob,
+		"GET /v3/roles":                                       s.listRoles,
+		"POST /v3/roles":                                      s.createRole,
+		"DELETE /v3/roles/{guid}":                             s.deleteRole,
+		"GET /v3/stacks":                                      s.listStacks,
+		"GET /v3/buildpacks":                                  s.listBuildpacks,
+		"POST /v3/spaces/{guid}/actions/apply_manifest":       s.applyManifest,
+		"POST /v3/spaces/{guid}/manifest_diff":                s.manifestDiff,
+		"GET /v3/apps":                                        s.listApps,
+		"POST /v3/apps":                                       s.createApp,
+		"GET /v3/apps/{guid}":                                 s.getApp,
+		"DELETE /v3/apps/{guid}":                              s.deleteApp,
+		"POST /v3/apps/{guid}/actions/start":                  s.startApp,
+		"POST /v3/apps/{guid}/actions/stop":                   s.stopApp,
+		"POST /v3/apps/{guid}/actions/restart":                s.restartApp,
+		"GET /v3/apps/{guid}/relationships/current_droplet":   s.getCurrentDroplet,
+		"PATCH /v3/apps/{guid}/relationships/current_droplet": s.setCurrentDroplet,
+		"GET /v3/apps/{guid}/processes":                       s.listAppProcesses,
+		"POST /v3/apps/{guid}/processes/{type}/actions/scale": s.scaleAppProcess,
+		"GET /v3/processes":                                   s.listProcesses,
+		"GET /v3/processes/{guid}":                            s.getProcess,
+		"GET /v3/processes/{guid}/stats":                      s.processStats,
+		"GET /v3/processes/{guid}/sidecars":                   s.listSidecars,
+		"POST /v3/processes/{guid}/actions/scale":             s.scaleProcess,
+		"GET /v3/apps/{guid}/routes":                          s.listAppRoutes,
+		"GET /v3/routes":                                      s.listRoutes,
+		"GET /v3/deployments":                                 s.listDeployments,
+		"POST /v3/deployments":                                s.createDeployment,
+		"POST /v3/resource_matches":                           s.matchResources,
+		"POST /v3/packages":                                   s.createPackage,
+		"GET /v3/packages":                                    s.listPackages,
+		"GET /v3/packages/{guid}":                             s.getPackage,
+		"POST /v3/packages/{guid}/upload":                     s.uploadPackage,
+		"GET /v3/packages/{guid}/droplets":                    s.listPackageDroplets,
+		"POST /v3/builds":                                     s.createBuild,
+		"GET /v3/builds/{guid}":                               s.getBuild,
+		"GET /v3/droplets/{guid}":                             s.getDroplet,
+		"GET /v3/apps/{guid}/droplets":                        s.listAppDroplets,
+		"GET /v3/apps/{guid}/droplets/current":                s.getAppCurrentDroplet,
+		"GET /api/v1/info":                                    s.logCacheInfo,
+		"GET /api/v1/read/{source}":                           s.readLogs,
+	}
 }

@@ -1,62 +1,38 @@
 package cfapi
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"time"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
-	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
-	"code.cloudfoundry.org/cf-hnc/cfapi/membership"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
 )
 
-const (
-	spaceResource  = "Space"
-	spaceDeleteJob = "space.delete"
-)
+const spaceDeleteJob = "space.delete"
 
 // listSpaces is GET /v3/spaces: the spaces the user is a member of, or of whose org (all of
 // them for an operator), without those being deleted; organization_guids narrows them to orgs.
 func (s *server) listSpaces(w http.ResponseWriter, r *http.Request) error {
-	q, err := listing.Parse(r.URL.Query())
+	q, err := parseList(r)
 	if err != nil {
 		return err
 	}
-	visible, err := membership.Visible(r.Context(), s.cache, sessionOf(r), s.cfg.RootNamespace)
+	spaces, err := s.dir.Spaces(r.Context(), userOf(r), filter(r, "organization_guids"))
 	if err != nil {
 		return err
-	}
-	var spaces []cfv1alpha1.CFSpace
-	orgs := listing.Values(r.URL.Query(), "organization_guids")
-	if orgs == nil {
-		orgs = []string{""} // every namespace
-	}
-	for _, org := range orgs {
-		list := &cfv1alpha1.CFSpaceList{}
-		if err := s.cache.List(r.Context(), list, client.InNamespace(org)); err != nil {
-			return err
-		}
-		spaces = append(spaces, list.Items...)
 	}
 	base := s.baseURL(r)
-	var presented []presenter.Space
-	for i := range spaces {
-		if space := &spaces[i]; space.DeletionTimestamp.IsZero() && visible.Space(space) {
-			presented = append(presented, presenter.ForSpace(space, base))
-		}
-	}
-	page, total := listing.Apply(presented, q)
-	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, base, r.URL.Path))
+	writeList(s, w, r, q, spaces, func(space *cfv1alpha1.CFSpace) presenter.Space { return presenter.ForSpace(space, base) })
 	return nil
 }
 
 // getSpace is GET /v3/spaces/:guid.
 func (s *server) getSpace(w http.ResponseWriter, r *http.Request) error {
-	space, err := s.visibleSpace(r, r.PathValue("guid"))
+	space, err := s.dir.Space(r.Context(), userOf(r), r.PathValue("guid"))
 	if err != nil {
 		return err
 	}
@@ -64,46 +40,24 @@ func (s *server) getSpace(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// visibleSpace returns the space of guid if the user sees it; else CF's "Space not found",
-// whether or not it exists.
-func (s *server) visibleSpace(r *http.Request, guid string) (*cfv1alpha1.CFSpace, error) {
-	spaces := &cfv1alpha1.CFSpaceList{}
-	if err := s.cache.List(r.Context(), spaces, client.MatchingFields{membership.NameField: guid}); err != nil {
-		return nil, err
-	}
-	if len(spaces.Items) == 0 {
-		return nil, cferror.ResourceNotFound(spaceResource)
-	}
-	space := &spaces.Items[0]
-	visible, err := membership.Visible(r.Context(), s.cache, sessionOf(r), s.cfg.RootNamespace)
-	if err != nil {
-		return nil, err
-	}
-	if !visible.Space(space) {
-		return nil, cferror.ResourceNotFound(spaceResource)
-	}
-	return space, nil
-}
-
 // createSpaceRequest is the body of POST /v3/spaces.
 type createSpaceRequest struct {
 	Name          string `json:"name"`
 	Relationships struct {
-		Organization struct {
-			Data struct {
-				GUID string `json:"guid"`
-			} `json:"data"`
-		} `json:"organization"`
+		Organization guidData `json:"organization"`
 	} `json:"relationships"`
 }
 
-// invalidOrg is CF's answer to a space in an org that does not exist or that the user does
-// not see.
-const invalidOrg = "Invalid organization. Ensure the organization exists and you have access to it."
+// guidData is a to-one relationship of a request body.
+type guidData struct {
+	Data struct {
+		GUID string `json:"guid"`
+	} `json:"data"`
+}
 
-// createSpace is POST /v3/spaces: a CFSpace named with a new GUID in the org's namespace,
-// created as the user (org managers and operators may), answered once its namespace exists:
-// the cf CLI's next requests (the creator's roles) go into it.
+// createSpace is POST /v3/spaces: a space of the org, created as the user (org managers and
+// operators may), answered once its namespace exists: the cf CLI's next requests (the
+// creator's roles) go into it.
 func (s *server) createSpace(w http.ResponseWriter, r *http.Request) error {
 	var req createSpaceRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -116,21 +70,18 @@ func (s *server) createSpace(w http.ResponseWriter, r *http.Request) error {
 	if guid == "" {
 		return cferror.UnprocessableEntity("Relationships 'organization' must name the space's org by its GUID")
 	}
-	org, err := s.visibleOrg(r, guid)
-	if err := notFoundAs(err, invalidOrg); err != nil {
+	org, err := s.dir.Org(r.Context(), userOf(r), guid)
+	if cf.IsNotFound(err) {
+		return cferror.UnprocessableEntity(cf.InvalidOrg)
+	}
+	if err != nil {
 		return err
 	}
-	if !org.DeletionTimestamp.IsZero() {
-		return cferror.UnprocessableEntity(invalidOrg)
+	space, err := cf.CreateSpace(r.Context(), userOf(r).Client, org, req.Name, "")
+	if err != nil {
+		return err
 	}
-	space := &cfv1alpha1.CFSpace{
-		ObjectMeta: metav1.ObjectMeta{Namespace: org.Name, Name: string(uuid.NewUUID())},
-		Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: req.Name},
-	}
-	if err := sessionOf(r).Client.Create(r.Context(), space); err != nil {
-		return cferror.FromKubernetes(err, spaceResource)
-	}
-	if err := s.awaitReady(r.Context(), w, space); err != nil {
+	if err := s.awaitReady(r, w, space); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, presenter.ForSpace(space, s.baseURL(r)))
@@ -140,13 +91,39 @@ func (s *server) createSpace(w http.ResponseWriter, r *http.Request) error {
 // deleteSpace is DELETE /v3/spaces/:guid, as the user (org managers and operators may): cf-hnc
 // deletes the space's namespace, and the job says when that is done.
 func (s *server) deleteSpace(w http.ResponseWriter, r *http.Request) error {
-	space, err := s.visibleSpace(r, r.PathValue("guid"))
+	space, err := s.dir.Space(r.Context(), userOf(r), r.PathValue("guid"))
 	if err != nil {
 		return err
 	}
-	if err := sessionOf(r).Client.Delete(r.Context(), space); err != nil {
-		return cferror.FromKubernetes(err, spaceResource)
+	if err := cf.Delete(r.Context(), userOf(r).Client, space, cf.SpaceResource); err != nil {
+		return err
 	}
 	s.acceptJob(w, r, spaceDeleteJob, space.Name)
 	return nil
+}
+
+// readyPoll is how often a new org or space is looked at in the cache while it becomes ready.
+const readyPoll = 100 * time.Millisecond
+
+// awaitReady waits until obj, just created, is Ready in the API's cache. A reason that only an
+// operator can end fails at once with CF's UnprocessableEntity and the condition's message. Past
+// ReadyTimeout, the answer goes on with a warning, which the cf CLI prints: the object exists,
+// and becomes ready later.
+func (s *server) awaitReady(r *http.Request, w http.ResponseWriter, obj cf.Conditioned) error {
+	err := cf.AwaitReady(r.Context(), s.dir.Reader, obj, cf.Wait{Interval: readyPoll, Timeout: s.cfg.ReadyTimeout})
+	var needsOperator *cf.NeedsOperatorError
+	var notReady *cf.NotReadyError
+	switch {
+	case errors.As(err, &needsOperator):
+		return cferror.UnprocessableEntity(needsOperator.Ready.Message)
+	case errors.As(err, &notReady):
+		why := "cf-hnc has not made its namespace yet"
+		if notReady.Ready != nil {
+			why = notReady.Ready.Reason + ": " + notReady.Ready.Message
+		}
+		warn(w, fmt.Sprintf("%q (%s) is not ready after %s (%s); it becomes usable once it is",
+			obj.GetDisplayName(), obj.GetName(), s.cfg.ReadyTimeout, why))
+		return nil
+	}
+	return err
 }

@@ -5,14 +5,14 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -30,8 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
+	"code.cloudfoundry.org/cf-hnc/cfapi"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
-	"code.cloudfoundry.org/cf-hnc/internal/sourceimage"
 )
 
 // The shapes of packages, builds and droplets that the cf CLI reads.
@@ -108,6 +110,12 @@ func zipOf(entries ...zipEntry) []byte {
 // multipart, the matched resources (none) in the field resources, the zip in the file bits.
 func (u user) upload(ctx context.Context, pkg string, bits []byte) response {
 	GinkgoHelper()
+	return u.uploadTo(ctx, api, pkg, bits)
+}
+
+// uploadTo is upload to the API at base.
+func (u user) uploadTo(ctx context.Context, base, pkg string, bits []byte) response {
+	GinkgoHelper()
 	var body bytes.Buffer
 	form := multipart.NewWriter(&body)
 	Expect(form.WriteField("resources", "[]")).To(Succeed())
@@ -116,7 +124,7 @@ func (u user) upload(ctx context.Context, pkg string, bits []byte) response {
 	_, err = part.Write(bits)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(form.Close()).To(Succeed())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api+"/v3/packages/"+pkg+"/upload", &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v3/packages/"+pkg+"/upload", &body)
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", form.FormDataContentType())
 	req.Header.Set("Authorization", u.authorization)
@@ -128,74 +136,8 @@ func (u user) upload(ctx context.Context, pkg string, bits []byte) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
-// placeRegistry places an org's registry credentials and droplet repository as kubectl cf
-// set-registry does, for a registry account that may push below the org's repository, and
-// waits until the space's build configuration names them. The suite runs no kpack: the space
-// has a registry, but no Builder, and cannot build.
-func placeRegistry(ctx context.Context, reg *registry.Registry, org, space string) (repository string, account *authn.Basic) {
-	GinkgoHelper()
-	account = &authn.Basic{Username: "org-" + org[:8], Password: "secret-" + org[:8]}
-	Expect(reg.AddUser(registry.User{Name: account.Username, Password: account.Password, Prefixes: []string{"orgs/" + org + "/"}})).To(Succeed())
-	config, err := json.Marshal(map[string]map[string]map[string]string{"auths": {reg.Host(): {
-		"auth": base64.StdEncoding.EncodeToString([]byte(account.Username + ":" + account.Password)),
-	}}})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: org, Name: cfv1alpha1.RegistrySecretName(cfv1alpha1.OrgLevel),
-			Labels:      map[string]string{cfv1alpha1.BuildConfigLabel: "true"},
-			Annotations: map[string]string{cfv1alpha1.DropletRepositoryPrefixAnnotation: reg.Host() + "/orgs/" + org},
-		},
-		Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: config},
-	})).To(Succeed())
-	Eventually(func(g Gomega) {
-		cfSpace := &cfv1alpha1.CFSpace{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: org, Name: space}, cfSpace)).To(Succeed())
-		g.Expect(cfSpace.Status.Build).NotTo(BeNil())
-		g.Expect(cfSpace.Status.Build.RegistryCredentials).NotTo(BeEmpty())
-		repository = cfSpace.Status.Build.DropletRepositoryPrefix
-		g.Expect(repository).To(Equal(reg.Host() + "/orgs/" + org + "/" + space))
-	}).Should(Succeed())
-	return repository, account
-}
-
-// createApp makes a stopped app in a space, as cf push's apply_manifest does.
-func createApp(ctx context.Context, space, name string) *cfv1alpha1.CFApp {
-	GinkgoHelper()
-	app := &cfv1alpha1.CFApp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
-		Spec: cfv1alpha1.CFAppSpec{DisplayName: name, DesiredState: cfv1alpha1.StoppedState,
-			Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
-	}
-	Expect(k8s.Create(ctx, app)).To(Succeed())
-	return app
-}
-
 func packageBody(app string) map[string]any {
 	return map[string]any{"type": "bits", "relationships": map[string]any{"app": map[string]any{"data": map[string]string{"guid": app}}}}
-}
-
-// finishBuild writes the end of a build as cf-hnc's build reconciler does when kpack's build
-// ends: the Succeeded condition and, on success, the droplet. The reconciler leaves a finished
-// build alone, but one of its reconciles that read the build before may still write over it:
-// the end is written until it stays.
-func finishBuild(ctx context.Context, namespace, name string, succeeded metav1.Condition, droplet *cfv1alpha1.BuildDropletStatus) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		build := &cfv1alpha1.CFBuild{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, build)).To(Succeed())
-		if c := meta.FindStatusCondition(build.Status.Conditions, cfv1alpha1.SucceededCondition); c == nil || c.Status != succeeded.Status {
-			succeeded.ObservedGeneration = build.Generation
-			meta.SetStatusCondition(&build.Status.Conditions, succeeded)
-			build.Status.Droplet = droplet
-			g.Expect(k8s.Status().Update(ctx, build)).To(Succeed())
-		}
-		g.Consistently(func(g Gomega) metav1.ConditionStatus {
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, build)).To(Succeed())
-			return meta.FindStatusCondition(build.Status.Conditions, cfv1alpha1.SucceededCondition).Status
-		}).WithTimeout(time.Second).Should(Equal(succeeded.Status))
-	}).Should(Succeed())
 }
 
 // layerEntries lists the one layer of an image: each entry's name, mode and content or target.
@@ -219,7 +161,7 @@ func layerEntries(ref string, auth authn.Authenticator) []string {
 			return entries
 		}
 		Expect(err).NotTo(HaveOccurred())
-		Expect(hdr.ModTime.Equal(sourceimage.ModTime)).To(BeTrue(), hdr.Name)
+		Expect(hdr.ModTime.Equal(cf.SourceModTime)).To(BeTrue(), hdr.Name)
 		body, err := io.ReadAll(r)
 		Expect(err).NotTo(HaveOccurred())
 		if hdr.Typeflag == tar.TypeSymlink {
@@ -246,8 +188,8 @@ var _ = Describe("staging: cf push's and cf restage's packages, builds, droplets
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(reg.Close)
 		org, space, developer = developedSpace(ctx, "staging-org-manager", "staging")
-		repository, account = placeRegistry(ctx, reg, org, space)
-		app = createApp(ctx, space, "web")
+		repository, account = cftest.PlaceRegistry(ctx, k8s, reg, org, space)
+		app = cftest.CreateApp(ctx, k8s, space, "web", cfv1alpha1.StoppedState)
 	})
 
 	// createPackage creates a package of the app as the developer and returns its GUID.
@@ -300,6 +242,32 @@ var _ = Describe("staging: cf push's and cf restage's packages, builds, droplets
 		Expect(again.Detail).To(ContainSubstring("has its bits already"))
 	})
 
+	It("stages uploads in the scratch space within its budget: one that finds no room gets 503 with Retry-After, and nothing stays on disk", func(ctx SpecContext) {
+		scratchDir := GinkgoT().TempDir()
+		// Deflated, the zip is small; its layer holds the file whole, past the budget.
+		bits := zipOf(zipEntry{"Procfile", 0o644, "web: x\n"}, zipEntry{"public/big.txt", 0o644, strings.Repeat("x", 64<<10)})
+		small, _ := startAPI(ctx, func(c *cfapi.Config) { c.ScratchDir, c.ScratchBytes = scratchDir, 16<<10 })
+		pkg := createPackage(ctx)
+		refused := developer.uploadTo(ctx, small, pkg, bits)
+		Expect(refused.header.Get("Retry-After")).To(Equal("30"))
+		Expect(cfErrorOf(refused, http.StatusServiceUnavailable)).To(And(HaveField("Code", 10015), HaveField("Title", "CF-ServiceUnavailable"),
+			HaveField("Detail", ContainSubstring("may hold at most 16384 bytes on disk at once (cf-api --scratch-size)"))))
+		Expect(os.ReadDir(scratchDir)).To(BeEmpty(), "nothing of the refused upload stays")
+		Expect(decode[cfPackage](developer.get(ctx, "/v3/packages/"+pkg), http.StatusOK).State).To(Equal("AWAITING_UPLOAD"))
+
+		By("with room for it, the same upload is READY, and leaves nothing on disk either")
+		roomy, _ := startAPI(ctx, func(c *cfapi.Config) { c.ScratchDir, c.ScratchBytes = scratchDir, 1<<20 })
+		Expect(decode[cfPackage](developer.uploadTo(ctx, roomy, pkg, bits), http.StatusOK).State).To(Equal("READY"))
+		Expect(os.ReadDir(scratchDir)).To(BeEmpty())
+
+		By("a scratch directory that cannot hold uploads is a clear error, not an unknown one")
+		notADir := filepath.Join(scratchDir, "not-a-directory")
+		Expect(os.WriteFile(notADir, nil, 0o600)).To(Succeed())
+		broken, _ := startAPI(ctx, func(c *cfapi.Config) { c.ScratchDir = notADir })
+		Expect(cfErrorOf(developer.uploadTo(ctx, broken, createPackage(ctx), bits), http.StatusServiceUnavailable).Detail).To(
+			HavePrefix("The CF API cannot stage uploads in its scratch directory " + notADir + " (cf-api --scratch-dir)"))
+	})
+
 	It("refuses a zip whose entries climb out of the app's directory, and keeps the package waiting for its bits", func(ctx SpecContext) {
 		pkg := createPackage(ctx)
 		refused := cfErrorOf(developer.upload(ctx, pkg, zipOf(zipEntry{"Procfile", 0o644, "web: x\n"}, zipEntry{"../../etc/cron.d/evil", 0o644, "* * * * * root sh\n"})),
@@ -337,7 +305,7 @@ var _ = Describe("staging: cf push's and cf restage's packages, builds, droplets
 		Expect(cfErrorOf(developer.get(ctx, "/v3/droplets/"+build.GUID), http.StatusNotFound).Detail).To(Equal("Droplet not found"))
 
 		By("staged")
-		finishBuild(ctx, space, build.GUID, metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue,
+		cftest.FinishBuild(ctx, k8s, space, build.GUID, metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue,
 			Reason: cfv1alpha1.BuildSucceededReason, Message: "droplet"}, &cfv1alpha1.BuildDropletStatus{
 			Registry:     cfv1alpha1.Registry{Image: repository + "/" + app.Name + "@sha256:" + strings.Repeat("a", 64)},
 			Stack:        "io.cf-hnc.stacks.test",
@@ -372,7 +340,7 @@ var _ = Describe("staging: cf push's and cf restage's packages, builds, droplets
 		By("failed, with the condition's message as the build's error")
 		failedBuild := decode[cfBuild](developer.post(ctx, "/v3/builds", map[string]any{"package": map[string]string{"guid": pkg}}), http.StatusCreated)
 		const why = "kpack build x failed in step detect (exit code 20): ERROR: No buildpack groups passed detection."
-		finishBuild(ctx, space, failedBuild.GUID, metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse,
+		cftest.FinishBuild(ctx, k8s, space, failedBuild.GUID, metav1.Condition{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionFalse,
 			Reason: cfv1alpha1.BuildFailedReason, Message: why}, nil)
 		failed := decode[cfBuild](developer.get(ctx, "/v3/builds/"+failedBuild.GUID), http.StatusOK)
 		Expect(failed.State).To(Equal("FAILED"))
@@ -420,7 +388,7 @@ var _ = Describe("staging: cf push's and cf restage's packages, builds, droplets
 
 		By("a space auditor sees the package, but may neither create one nor read the registry credentials to upload")
 		auditor := newUser(ctx, "auditor")
-		bind(ctx, space, "cf-space-auditor", userSubject(auditor))
+		bind(ctx, space, "cf-space-auditor", auditor.Subject())
 		Eventually(func() int { return auditor.get(ctx, "/v3/packages/"+pkg).status }).Should(Equal(http.StatusOK))
 		Expect(cfErrorOf(auditor.post(ctx, "/v3/packages", packageBody(app.Name)), http.StatusForbidden).Title).To(Equal("CF-NotAuthorized"))
 		Expect(cfErrorOf(auditor.upload(ctx, pkg, zipOf(zipEntry{"Procfile", 0o644, "web: x\n"})), http.StatusForbidden).Title).To(Equal("CF-NotAuthorized"))
@@ -500,17 +468,17 @@ var _ = Describe("a droplet's stack", func() {
 		Expect(names(decode[list](developer.get(ctx, "/v3/stacks"), http.StatusOK))).To(ContainElements(base, full, lone))
 
 		// kpack names the run image from the Builder's repository: the digest says which stack's it is.
-		onFull := stagedDropletOn(ctx, space, guid, sharedID, "registry.example/builders/web/run"+digest("2"))
+		onFull := cftest.StagedDropletOn(ctx, k8s, space, guid, sharedID, "registry.example/builders/web/run"+digest("2"))
 		setDroplet(ctx, developer, guid, onFull)
 		Expect(decode[cfDroplet](developer.get(ctx, "/v3/apps/"+guid+"/droplets/current"), http.StatusOK).Stack).To(Equal(full), "cf app's stack:")
 		Expect(decode[cfDroplet](developer.get(ctx, "/v3/droplets/"+onFull), http.StatusOK).Stack).To(Equal(full))
 
 		By("the only ClusterStack of a stack id, whose run image has moved on since")
-		onLone := stagedDropletOn(ctx, space, guid, loneID, "registry.example/stacks/lone/run"+digest("4"))
+		onLone := cftest.StagedDropletOn(ctx, k8s, space, guid, loneID, "registry.example/stacks/lone/run"+digest("4"))
 		Expect(decode[cfDroplet](developer.get(ctx, "/v3/droplets/"+onLone), http.StatusOK).Stack).To(Equal(lone))
 
 		By("ClusterStacks that share the stack id, neither with the droplet's run image: the stack id, not a guess")
-		onEither := stagedDropletOn(ctx, space, guid, sharedID, "registry.example/stacks/old/run"+digest("5"))
+		onEither := cftest.StagedDropletOn(ctx, k8s, space, guid, sharedID, "registry.example/stacks/old/run"+digest("5"))
 		Expect(decode[cfDroplet](developer.get(ctx, "/v3/droplets/"+onEither), http.StatusOK).Stack).To(Equal(sharedID))
 
 		droplets := decode[listOf[cfDroplet]](developer.get(ctx, "/v3/apps/"+guid+"/droplets"), http.StatusOK).Resources

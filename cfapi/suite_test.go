@@ -17,20 +17,17 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/cfapi"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
-	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
 const root = testenv.RootNamespace
@@ -57,41 +54,35 @@ func TestCFAPI(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	cp = testenv.Start(ctx, "cfapi")
 	k8s = cp.Client
-	applyCFRoles(ctx)
+	cftest.ApplyCFRoles(ctx, k8s, filepath.Join("..", "config"))
 
+	apiConfig = apiServiceAccount(ctx)
+	api, handler = startAPI(ctx, func(*cfapi.Config) {})
+}, NodeTimeout(5*time.Minute))
+
+// startAPI serves the API on loopback, as the suite installs it but for what configure changes,
+// with its own ServiceAccount's rights, until the suite ends; it returns the API's URL and
+// handler.
+func startAPI(ctx context.Context, configure func(*cfapi.Config)) (string, http.Handler) {
+	GinkgoHelper()
 	apiCtx, stop := context.WithCancel(context.Background())
 	DeferCleanup(stop)
-	apiConfig = apiServiceAccount(ctx)
-	var err error
-	handler, err = cfapi.New(apiCtx, apiConfig, cfapi.Config{
+	cfg := cfapi.Config{
 		RootNamespace: root,
 		SessionTTL:    sessionTTL,
 		ReadyTimeout:  30 * time.Second,
 		DeleteTimeout: time.Minute,
 		Log:           GinkgoLogr,
-	})
+	}
+	configure(&cfg)
+	h, err := cfapi.New(apiCtx, apiConfig, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	server := httptest.NewServer(handler)
+	server := httptest.NewServer(h)
 	DeferCleanup(server.Close)
-	api = server.URL
-}, NodeTimeout(5*time.Minute))
+	return server.URL, h
+}
 
 var _ = AfterEach(testenv.ExpectHealthy)
-
-// applyCFRoles applies the ClusterRoles of config/rbac (the CF roles among them), as
-// config/default installs them; the suite's control plane runs no cf-hnc installation.
-func applyCFRoles(ctx context.Context) {
-	objs, err := install.Build(filepath.Join("..", "config"), "rbac", "")
-	Expect(err).NotTo(HaveOccurred())
-	var roles []*unstructured.Unstructured
-	for _, obj := range objs {
-		if obj.GetKind() == "ClusterRole" {
-			roles = append(roles, obj)
-		}
-	}
-	Expect(roles).NotTo(BeEmpty())
-	Expect(install.Apply(ctx, k8s, roles)).To(Succeed())
-}
 
 // apiReaderRules are the rights of the API's own ServiceAccount, the least it runs with:
 // reading the orgs, the spaces and the RoleBindings (the cache lists and watches them; a
@@ -117,42 +108,22 @@ func apiServiceAccount(ctx context.Context) *rest.Config {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
 	})).To(Succeed())
 	config := rest.AnonymousClientConfig(cp.Config)
-	config.BearerToken = token(ctx, namespace, name)
+	config.BearerToken = cftest.Token(ctx, k8s, namespace, name)
 	return config
 }
 
-// user is a Kubernetes user with real credentials that the apiserver accepts, as a kubeconfig
-// user hands them to the cf CLI.
+// user is a test user (cftest.User) and the Authorization header that the cf CLI sends for
+// them.
 type user struct {
-	name          string // as the apiserver names them
-	namespace     string // of the user's ServiceAccount
-	authorization string // the Authorization header that the cf CLI sends
+	cftest.User
+	authorization string
 }
 
-// newUser makes a user with a token of a ServiceAccount of its own namespace: the apiserver
-// puts it in the group system:serviceaccounts:<namespace>, which only this user is in.
+// newUser makes a user with a token of a ServiceAccount of its own namespace.
 func newUser(ctx context.Context, name string) user {
 	GinkgoHelper()
-	namespace := name + "-" + string(uuid.NewUUID())[:8]
-	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
-	return user{
-		name:          "system:serviceaccount:" + namespace + ":" + name,
-		namespace:     namespace,
-		authorization: "Bearer " + token(ctx, namespace, name),
-	}
-}
-
-// group is the group that the apiserver puts the user, and only the user, in.
-func (u user) group() string { return "system:serviceaccounts:" + u.namespace }
-
-// token makes a ServiceAccount and returns a token that the apiserver issues for it.
-func token(ctx context.Context, namespace, name string) string {
-	GinkgoHelper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	Expect(k8s.Create(ctx, sa)).To(Succeed())
-	request := &authenticationv1.TokenRequest{}
-	Expect(k8s.SubResource("token").Create(ctx, sa, request)).To(Succeed())
-	return request.Status.Token
+	u := cftest.NewUser(ctx, k8s, name)
+	return user{User: u, authorization: u.Authorization()}
 }
 
 // clientCertAuthorization is the Authorization header that the cf CLI sends for a kubeconfig
@@ -172,30 +143,15 @@ func clientCertAuthorization(config *rest.Config) string {
 // bind binds a subject to a CF role in a namespace, as an org manager or an operator would.
 func bind(ctx context.Context, namespace, role string, subject rbacv1.Subject) *rbacv1.RoleBinding {
 	GinkgoHelper()
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: role + "-" + string(uuid.NewUUID())[:8]},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{subject},
-	}
-	Expect(k8s.Create(ctx, binding)).To(Succeed())
-	return binding
-}
-
-func userSubject(u user) rbacv1.Subject {
-	return rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u.name}
+	return cftest.Bind(ctx, k8s, namespace, role, subject)
 }
 
 // operator makes a user bound cluster-wide to cf-operator, as the people who run the
 // foundation are.
 func operator(ctx context.Context) user {
 	GinkgoHelper()
-	u := newUser(ctx, "operator")
-	Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "cf-operator-" + u.namespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cf-operator"},
-		Subjects:   []rbacv1.Subject{userSubject(u)},
-	})).To(Succeed())
-	return u
+	u := cftest.Operator(ctx, k8s)
+	return user{User: u, authorization: u.Authorization()}
 }
 
 // response is what the API answered.

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
+	cfrollout "code.cloudfoundry.org/cf-hnc/rollout"
 )
 
 // The confinement specs act as cf-hnc's manager, its ServiceAccount with the RBAC and the
@@ -59,11 +59,11 @@ var _ = Describe("The manager's confinement", Ordered, func() {
 	})
 
 	It("changes no pod outside the CF tree, and nothing of a pod in it but the removal of its rollout gate", func(ctx SpecContext) {
-		elsewhere := gatedPod(ctx, outside, builders.RolloutGate)
-		Expect(liftGate(ctx, manager, elsewhere, builders.RolloutGate)).To(And(BeForbidden(),
+		elsewhere := gatedPod(ctx, outside, cfrollout.Gate)
+		Expect(liftGate(ctx, manager, elsewhere, cfrollout.Gate)).To(And(BeForbidden(),
 			MatchError(ContainSubstring("cf-hnc writes only in the CF tree"))), "its ClusterRole lets it patch pods")
 
-		inTree := gatedPod(ctx, space, builders.RolloutGate, "example.org/other")
+		inTree := gatedPod(ctx, space, cfrollout.Gate, "example.org/other")
 		changed := inTree.DeepCopy()
 		changed.Spec.Containers[0].Image = "registry.example.org/attacker/image"
 		onlyTheRolloutGate := ContainSubstring("cf-hnc changes a pod only by removing its rollout gate")
@@ -72,7 +72,7 @@ var _ = Describe("The manager's confinement", Ordered, func() {
 		Expect(liftGate(ctx, manager, inTree, "example.org/other")).To(And(BeForbidden(), MatchError(onlyTheRolloutGate)),
 			"another component's gate")
 
-		Expect(liftGate(ctx, manager, inTree, builders.RolloutGate)).To(Succeed(), "as the rollout lets a rebuild pod run")
+		Expect(liftGate(ctx, manager, inTree, cfrollout.Gate)).To(Succeed(), "as the rollout lets a rebuild pod run")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(inTree), inTree)).To(Succeed())
 		Expect(inTree.Spec.SchedulingGates).To(Equal([]corev1.PodSchedulingGate{{Name: "example.org/other"}}))
 		Expect(inTree.Spec.Containers[0].Image).To(Equal("busybox"))
@@ -224,7 +224,7 @@ var _ = Describe("Pods that pass for kpack's build pods", Ordered, func() {
 			pods := &corev1.PodList{}
 			g.Expect(k8s.List(ctx, pods, client.InNamespace(space), client.MatchingLabels{kpackv1alpha2.BuildLabel: rebuild.Name})).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(1))
-			g.Expect(pods.Items[0].Annotations).To(HaveKey(builders.PacedAnnotation), "cf-hnc's webhook gated it")
+			g.Expect(pods.Items[0].Annotations).To(HaveKey(cfrollout.PacedAnnotation), "cf-hnc's webhook gated it")
 			g.Expect(pods.Items[0].Spec.SchedulingGates).To(BeEmpty(), "the rollout let it run")
 		}).Should(Succeed())
 	})
@@ -266,7 +266,7 @@ func liftGate(ctx SpecContext, c client.Client, pod *corev1.Pod, gate string) er
 func passingPod(namespace, name string) *corev1.Pod {
 	pod := unschedulablePod(namespace, name)
 	pod.Labels = map[string]string{kpackv1alpha2.BuildLabel: name}
-	pod.Annotations = map[string]string{kpackv1alpha2.BuildReasonAnnotation: "STACK", builders.PacedAnnotation: "true"}
+	pod.Annotations = map[string]string{kpackv1alpha2.BuildReasonAnnotation: "STACK", cfrollout.PacedAnnotation: "true"}
 	return pod
 }
 

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/buildpacks"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
+	"code.cloudfoundry.org/cf-hnc/staging"
 )
 
 var defaultLifecycle = cfv1alpha1.LifecycleData{}
@@ -68,7 +68,7 @@ var _ = Describe("Staging", func() {
 					"volume %s: the build ServiceAccount mounts no token", v.Name)
 			}
 		}
-		limits := builders.DefaultBuildLimits() // the manager runs with config/manager's args, which set none
+		limits := staging.DefaultBuildLimits() // the manager runs with config/manager's args, which set none
 		Expect(pod.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(limits.Timeout / time.Second)))
 		steps := append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
 		Expect(steps).To(ContainElements(HaveField("Name", kpackv1alpha2.PrepareContainerName), HaveField("Name", kpackv1alpha2.BuildContainerName),

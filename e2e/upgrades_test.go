@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/buildpacks"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
+	cfrollout "code.cloudfoundry.org/cf-hnc/rollout"
 )
 
 // rollout is how long a stack fix may take to reach an app: every app of the suite is
@@ -165,7 +165,7 @@ var _ = Describe("A stack run-image fix", Ordered, ContinueOnFailure, func() {
 })
 
 // pacedAnnotation is on the kpack build pods whose start cf-hnc paces.
-const pacedAnnotation = builders.PacedAnnotation
+const pacedAnnotation = cfrollout.PacedAnnotation
 
 // Moving a default Builder to a stack with another id is a stack migration: kpack calls the
 // rebuild STACK, but it is a new droplet built from source, which waits for a restage under

@@ -35,6 +35,8 @@ tools=(
   "hnc-manager|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/manager||hnc|5"
   "kubectl-hns|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/kubectl|||1"
   "controller-gen|v0.23.0|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|||1"
+  # `make lint`, which `make test` runs first: the checks of .golangci.yml.
+  "golangci-lint|v2.15.0|golangci-lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|-X main.version=2.15.0||5"
   # `make image`: the manager's container image, built with ko's library (no Docker); the
   # command is this project's own, in the wrapper module that pins ko.
   "cf-hnc-image|v0.19.1|ko|code.cloudfoundry.org/cf-hnc/hack/tools/ko/cf-hnc-image|||2"

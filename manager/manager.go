@@ -1,5 +1,3 @@
-// Package manager wires cf-hnc's reconcilers and webhooks into a controller-runtime manager.
-// main.go and the integration suites share it, so that the suites run what ships.
 package manager
 
 import (
@@ -21,7 +19,16 @@ import (
 	orgspace "code.cloudfoundry.org/cf-hnc/org-space"
 	"code.cloudfoundry.org/cf-hnc/processes"
 	"code.cloudfoundry.org/cf-hnc/propagation"
+	"code.cloudfoundry.org/cf-hnc/rollout"
+	"code.cloudfoundry.org/cf-hnc/staging"
+	"code.cloudfoundry.org/cf-hnc/upgrades"
 )
+
+// BuildLimits bound every build pod that staging starts (staging.BuildLimits).
+type BuildLimits = staging.BuildLimits
+
+// DefaultBuildLimits are the build limits of a manager that is given none.
+func DefaultBuildLimits() BuildLimits { return staging.DefaultBuildLimits() }
 
 // Config is what the reconcilers need to know about the installation.
 type Config struct {
@@ -38,8 +45,8 @@ type Config struct {
 	// once across the foundation; below 1, all at once.
 	MaxConcurrentRebuilds int
 	// BuildLimits bound every build pod that staging starts: its timeout, and each step's
-	// memory and disk. A zero field takes its default (builders.DefaultBuildLimits).
-	BuildLimits builders.BuildLimits
+	// memory and disk. A zero field takes its default (DefaultBuildLimits).
+	BuildLimits BuildLimits
 	// CertRotation, if set, makes and rotates the webhook serving certificate in the cluster;
 	// the webhook server must have been made with its WebhookOptions. Nil: the certificate
 	// comes from elsewhere (cert-manager, the tests' own).
@@ -80,12 +87,13 @@ func Options(root string) (ctrl.Options, error) {
 }
 
 // trimAppPod keeps of a cached pod of an app what is read of it: of a build pod what the
-// rollout and the build reconciler read, of an instance's pod what its process's status reads.
+// rollout and the build reconciler read (staging), of an instance's pod what its process's
+// status reads (processes).
 func trimAppPod(obj any) (any, error) {
 	if pod, ok := obj.(*corev1.Pod); ok && processes.IsInstance(pod) {
 		return processes.TrimInstancePod(pod), nil
 	}
-	return builders.TrimBuildPod(obj)
+	return staging.TrimBuildPod(obj)
 }
 
 // trimBuildConfig drops from a cached Secret or ServiceAccount what nothing reads: kubectl's
@@ -127,16 +135,19 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := builders.NewDefaultBuilderReconciler(c, mgr.GetAPIReader(), cfg.RootNamespace, cfg.BuilderNamespace).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := builders.NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), builders.RegistryDropletReader{}, cfg.Concurrency).WithLimits(cfg.BuildLimits).SetupWithManager(mgr); err != nil {
+	if err := staging.NewBuildReconciler(c, mgr.GetAPIReader(), mgr.GetEventRecorder("cf-hnc-build"), staging.RegistryDropletReader{}, cfg.Concurrency).WithLimits(cfg.BuildLimits).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := builders.NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr); err != nil {
+	if err := upgrades.NewRebuildReconciler(c, mgr.GetEventRecorder("cf-hnc-rebuild")).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := builders.NewAppReconciler(c, mgr.GetEventRecorder("cf-hnc-app"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
+	if err := upgrades.NewDropletReconciler(c, mgr.GetEventRecorder("cf-hnc-app"), cfg.RootNamespace).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := builders.NewRolloutReconciler(c, cfg.MaxConcurrentRebuilds).SetupWithManager(mgr); err != nil {
+	if err := rollout.NewRolloutReconciler(c, cfg.MaxConcurrentRebuilds).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := processes.NewWebProcessReconciler(c).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := processes.NewProcessReconciler(c, mgr.GetEventRecorder("cf-hnc-process")).SetupWithManager(mgr); err != nil {
@@ -151,7 +162,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err := orgspace.SetupWebhooks(mgr, mgr.GetAPIReader(), cfg.RootNamespace); err != nil {
 		return err
 	}
-	if err := builders.SetupWebhooks(mgr); err != nil {
+	if err := staging.SetupWebhooks(mgr); err != nil {
+		return err
+	}
+	if err := rollout.SetupWebhook(mgr); err != nil {
 		return err
 	}
 	if cfg.CertRotation != nil {

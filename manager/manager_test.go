@@ -18,10 +18,10 @@ import (
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
-	"code.cloudfoundry.org/cf-hnc/builders"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 	"code.cloudfoundry.org/cf-hnc/manager"
+	"code.cloudfoundry.org/cf-hnc/rollout"
 )
 
 func TestManager(t *testing.T) {
@@ -115,9 +115,9 @@ var _ = Describe("The manager's cache", func() {
 		pod := func(name string, podLabels map[string]string) *corev1.Pod {
 			return &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: podLabels,
-					Annotations: map[string]string{builders.PacedAnnotation: "true", kpackv1alpha2.BuildReasonAnnotation: "STACK"}},
+					Annotations: map[string]string{rollout.PacedAnnotation: "true", kpackv1alpha2.BuildReasonAnnotation: "STACK"}},
 				Spec: corev1.PodSpec{
-					SchedulingGates: []corev1.PodSchedulingGate{{Name: builders.RolloutGate}},
+					SchedulingGates: []corev1.PodSchedulingGate{{Name: rollout.Gate}},
 					Containers: []corev1.Container{{Name: "app", Image: "droplet",
 						Env: []corev1.EnvVar{{Name: "CNB_PLATFORM_API", Value: "0.13"}}}},
 				},
@@ -136,7 +136,7 @@ var _ = Describe("The manager's cache", func() {
 		held := cachedAs(ctx, build).(*corev1.Pod)
 		Expect(held.Spec.Containers).To(BeEmpty())
 		Expect(held.ManagedFields).To(BeEmpty())
-		Expect(held.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: builders.RolloutGate}))
+		Expect(held.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: rollout.Gate}))
 		Expect(held.Annotations).To(HaveKeyWithValue(kpackv1alpha2.BuildReasonAnnotation, "STACK"))
 		Expect(held.Status.Phase).To(Equal(corev1.PodPending))
 

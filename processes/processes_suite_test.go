@@ -9,5 +9,5 @@ import (
 
 func TestProcesses(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "processes (pure logic)")
+	RunSpecs(t, "processes (unit; apiserver, kube-controller-manager, HNC)")
 }

@@ -1,5 +1,3 @@
-// Package processes runs apps: each CFProcess of a started app with a staged droplet is a
-// StatefulSet of instances of the droplet's process type, and its status says how they run.
 package processes
 
 import (

@@ -1,5 +1,3 @@
-// Package v1alpha1 holds the Cloud Foundry workload types that cf-hnc reconciles: orgs and
-// spaces (modelled as HNC namespaces) and the staging chain from apps to droplets.
 // +kubebuilder:object:generate=true
 // +groupName=workloads.cloudfoundry.org
 package v1alpha1

@@ -16,7 +16,7 @@ import (
 // The Cloud Foundry rules that the webhooks, the reconcilers and kubectl-cf share. Each is
 // written once, here.
 
-// DisplayNamed is an org or a space: an object with a Cloud Foundry display name.
+// DisplayNamed is an org, a space or an app: an object with a Cloud Foundry display name.
 // +kubebuilder:object:generate=false
 type DisplayNamed interface {
 	client.Object
@@ -221,4 +221,19 @@ func ProcessName(appGUID, processType string) string {
 	hash := hex.EncodeToString(sum[:4])
 	prefix := strings.TrimRight(appGUID[:maxProcessName-len(processType)-len(hash)-2], "-")
 	return prefix + "-" + hash + "-" + processType
+}
+
+// ImageDigest is the digest of an image reference, or the reference itself if it has none.
+func ImageDigest(ref string) string {
+	if _, digest, ok := strings.Cut(ref, "@"); ok {
+		return digest
+	}
+	return ref
+}
+
+// SameImage says whether two image references name the same image. The same image is named
+// from different repositories (a stack's run image, a Builder's copy of it; a droplet pushed
+// under the tags of several builds): only the digest says whether two are the same.
+func SameImage(a, b string) bool {
+	return a != "" && b != "" && ImageDigest(a) == ImageDigest(b)
 }

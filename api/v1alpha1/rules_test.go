@@ -70,3 +70,19 @@ var _ = Describe("EnclosingRepository", func() {
 		Entry("another registry", "own.registry/org", ""),
 	)
 })
+
+var _ = Describe("SameImage", func() {
+	// The CF API's droplet stack compared only references with digests; the droplet decisions
+	// compared the references themselves when they have none. One rule, the second: a
+	// reference names one image by its digest, or else by itself.
+	DescribeTable("compares images by digest, whatever repository names them",
+		func(a, b string, same bool) {
+			Expect(cfv1alpha1.SameImage(a, b)).To(Equal(same))
+		},
+		Entry("one digest, two repositories", "registry.local/stacks/run@sha256:r1", "registry.local/builders/web/run@sha256:r1", true),
+		Entry("two digests", "registry.local/run@sha256:r1", "registry.local/run@sha256:r2", false),
+		Entry("the same reference without a digest", "registry.local/run:jammy", "registry.local/run:jammy", true),
+		Entry("a digest and a tag", "registry.local/run@sha256:r1", "registry.local/run:jammy", false),
+		Entry("nothing", "", "", false),
+	)
+})

@@ -1,7 +1,3 @@
-// Package auth reads the credentials that the cf CLI sends for a kubeconfig user and acts as
-// that user: every request gets a client with the user's own token or client certificate, so
-// that Kubernetes' RBAC and admission decide what it may do. Nothing is impersonated; the
-// API's own ServiceAccount lends the user no right.
 package auth
 
 import (

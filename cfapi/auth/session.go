@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/cferror"
 )
 
@@ -21,9 +22,6 @@ const (
 	UserKind           = "User"
 	ServiceAccountKind = "ServiceAccount"
 )
-
-// ServiceAccountPrefix starts the user name of every ServiceAccount: system:serviceaccount:<namespace>:<name>.
-const ServiceAccountPrefix = "system:serviceaccount:"
 
 // Identity is the user as the kube-apiserver sees them.
 type Identity struct {
@@ -36,6 +34,11 @@ type Identity struct {
 type Session struct {
 	Identity Identity
 	Client   client.Client
+}
+
+// User is the session's user, as package cf acts for them.
+func (s *Session) User() cf.User {
+	return cf.User{Name: s.Identity.Name, Groups: s.Identity.Groups, Client: s.Client}
 }
 
 // maxSessions bounds the remembered sessions; past it they are all forgotten at once.
@@ -100,7 +103,7 @@ func (a *Authenticator) Session(ctx context.Context, creds Credentials) (*Sessio
 }
 
 func kindOf(username string) string {
-	if strings.HasPrefix(username, ServiceAccountPrefix) {
+	if strings.HasPrefix(username, cf.ServiceAccountPrefix) {
 		return ServiceAccountKind
 	}
 	return UserKind

@@ -1,6 +1,3 @@
-// Package cferror is the Cloud Foundry V3 error body, {"errors":[{"code","title","detail"}]},
-// with the codes, titles and texts that the cf CLI matches, and the mapping from the
-// kube-apiserver's errors to them.
 package cferror
 
 import (
@@ -9,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +16,12 @@ import (
 
 // Error is one Cloud Foundry error and the HTTP status it is answered with.
 type Error struct {
-	Status int    `json:"-"`
-	Code   int    `json:"code"`
-	Title  string `json:"title"`
-	Detail string `json:"detail"`
+	Status int `json:"-"`
+	// RetryAfter, if set, says when to try again (the Retry-After header).
+	RetryAfter time.Duration `json:"-"`
+	Code       int           `json:"code"`
+	Title      string        `json:"title"`
+	Detail     string        `json:"detail"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%d): %s", e.Title, e.Code, e.Detail) }
@@ -135,6 +136,9 @@ func invalidDetail(err error) string {
 // Write answers a Cloud Foundry error.
 func Write(w http.ResponseWriter, cf *Error) {
 	w.Header().Set("Content-Type", "application/json")
+	if cf.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(cf.RetryAfter.Round(time.Second)/time.Second)))
+	}
 	w.WriteHeader(cf.Status)
 	_ = json.NewEncoder(w).Encode(struct {
 		Errors []*Error `json:"errors"`

@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
-	"slices"
 	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
 )
 
@@ -59,17 +59,11 @@ func ForStack(stack *kpackv1alpha2.ClusterStack, base *url.URL) Stack {
 	r.GUID = string(stack.UID)
 	return Stack{
 		Resource:         r,
-		Description:      "Cloud Native Buildpacks stack " + stackID(stack),
+		Description:      "Cloud Native Buildpacks stack " + cf.StackID(stack),
 		BuildRootfsImage: cmp.Or(stack.Status.BuildImage.LatestImage, stack.Spec.BuildImage.Image),
 		RunRootfsImage:   cmp.Or(stack.Status.RunImage.LatestImage, stack.Spec.RunImage.Image),
 		Links:            map[string]Link{"self": {Href: href(base, "v3", "stacks", string(stack.UID))}},
 	}
-}
-
-// stackID is the stack id of a ClusterStack: as kpack resolved it, or as its spec names it
-// until then.
-func stackID(stack *kpackv1alpha2.ClusterStack) string {
-	return cmp.Or(stack.Status.Id, stack.Spec.Id)
 }
 
 // Buildpack is a CF buildpack.
@@ -94,57 +88,22 @@ func (b Buildpack) ListFields() listing.Fields {
 	return listing.Fields{GUID: b.GUID, Name: b.Name, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt, Position: b.Position}
 }
 
-// BuildpacksOf presents the buildpacks of kpack's ClusterStores, which an app's lifecycle
-// names by id (cf push -b): one per buildpack id and ClusterStack whose stack it supports,
-// ordered by id and stack, at positions from 1. A buildpack that supports none of the stacks
-// has no stack. Every one is READY and enabled: kpack lists a buildpack once it has read it.
-func BuildpacksOf(stores []kpackv1alpha2.ClusterStore, stacks []kpackv1alpha2.ClusterStack, base *url.URL) []Buildpack {
-	type key struct{ id, stack string }
-	found := map[key]Buildpack{}
-	for _, store := range stores {
-		for _, bp := range store.Status.Buildpacks {
-			var names []string
-			for i := range stacks {
-				for _, supported := range bp.Stacks {
-					if supported.ID == "*" || supported.ID == stackID(&stacks[i]) {
-						names = append(names, stacks[i].Name)
-						break
-					}
-				}
-			}
-			if names == nil {
-				names = []string{""}
-			}
-			for _, stack := range names {
-				k := key{bp.Id, stack}
-				if _, ok := found[k]; ok {
-					continue
-				}
-				b := Buildpack{
-					GUID: guidOf(bp.Id, stack), CreatedAt: store.CreationTimestamp.UTC(), UpdatedAt: store.CreationTimestamp.UTC(),
-					Name: bp.Id, State: "READY", Filename: bp.String(), Enabled: true,
-					Lifecycle: string(cfv1alpha1.BuildpackLifecycle),
-					Metadata:  Metadata{Labels: map[string]string{}, Annotations: map[string]string{}},
-				}
-				if stack != "" {
-					b.Stack = &stack
-				}
-				b.Links = map[string]Link{"self": {Href: href(base, "v3", "buildpacks", b.GUID)}}
-				found[k] = b
-			}
-		}
+// ForBuildpack presents a buildpack of kpack's ClusterStores (cf.Buildpacks), which an app's
+// lifecycle names by id (cf push -b). Every one is READY and enabled: kpack lists a buildpack
+// once it has read it.
+func ForBuildpack(bp cf.Buildpack, base *url.URL) Buildpack {
+	created := bp.Store.CreationTimestamp.UTC()
+	b := Buildpack{
+		GUID: guidOf(bp.Id, bp.Stack), CreatedAt: created, UpdatedAt: created,
+		Name: bp.Id, State: "READY", Filename: bp.String(), Enabled: true, Position: bp.Position,
+		Lifecycle: string(cfv1alpha1.BuildpackLifecycle),
+		Metadata:  Metadata{Labels: map[string]string{}, Annotations: map[string]string{}},
 	}
-	keys := make([]key, 0, len(found))
-	for k := range found {
-		keys = append(keys, k)
+	if bp.Stack != "" {
+		b.Stack = &bp.Stack
 	}
-	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.stack, b.stack)) })
-	buildpacks := make([]Buildpack, len(keys))
-	for i, k := range keys {
-		buildpacks[i] = found[k]
-		buildpacks[i].Position = i + 1
-	}
-	return buildpacks
+	b.Links = map[string]Link{"self": {Href: href(base, "v3", "buildpacks", b.GUID)}}
+	return b
 }
 
 // guidOf is a GUID that stays the same for the same parts: a buildpack is no object of its own.

@@ -114,31 +114,15 @@ type Usage struct {
 
 const mebibyte = 1 << 20
 
-// ForStats presents the instances of a process as Cloud Controller does
-// (cloud_controller_ng:lib/cloud_controller/diego/reporters/instances_stats_reporter.rb): one per
-// index below the process's instances, in their order. droplet names the droplet the process
-// runs: its app's current one while the app is started, "" while it runs none. While it runs,
-// each instance is in the state that cf-hnc reported in its status (unless it is being
-// replaced: sinceStart), and DOWN until it is reported; otherwise every one is DOWN, as Cloud
-// Controller fills in the instances of a process that Diego does not run, whatever cf-hnc still
-// reports while it stops them. An instance is routable only when it is RUNNING, which only the
-// status says. Its details are the reason it is not running, but for Starting, which only
-// restates its state: Cloud Controller gives an instance that starts none, and the cf CLI
-// prints any details as an error ("Error starting instances") while it waits for a start.
-func ForStats(p *cfv1alpha1.CFProcess, droplet string) []InstanceStats {
-	reported := map[int32]cfv1alpha1.InstanceStatus{}
-	if droplet != "" {
-		for _, instance := range p.Status.Instances {
-			reported[instance.Index] = sinceStart(p, droplet, instance)
-		}
-	}
-	stats := make([]InstanceStats, p.Spec.Instances)
-	for index := range p.Spec.Instances {
-		instance, ok := reported[index]
-		if !ok {
-			instance = cfv1alpha1.InstanceStatus{State: cfv1alpha1.InstanceDown}
-		}
-		s := InstanceStats{Type: p.Spec.ProcessType, Index: index, State: string(instance.State)}
+// ForStats presents the instances of a process (cf.Instances) as Cloud Controller does. An
+// instance is routable only when it is RUNNING, which only the status says. Its details are the
+// reason it is not running, but for Starting, which only restates its state: Cloud Controller
+// gives an instance that starts none, and the cf CLI prints any details as an error ("Error
+// starting instances") while it waits for a start.
+func ForStats(p *cfv1alpha1.CFProcess, instances []cfv1alpha1.InstanceStatus) []InstanceStats {
+	stats := make([]InstanceStats, len(instances))
+	for i, instance := range instances {
+		s := InstanceStats{Type: p.Spec.ProcessType, Index: instance.Index, State: string(instance.State)}
 		if instance.Reason != "" && instance.Reason != cfv1alpha1.StartingReason {
 			s.Details = &instance.Reason
 		}
@@ -146,24 +130,7 @@ func ForStats(p *cfv1alpha1.CFProcess, droplet string) []InstanceStats {
 			s.Routable = ptr.To(instance.State == cfv1alpha1.InstanceRunning)
 			s.Placement = &Placement{MemQuota: p.Spec.MemoryMB * mebibyte, DiskQuota: p.Spec.DiskMB * mebibyte, LogRateLimit: noLogRateLimit}
 		}
-		stats[index] = s
+		stats[i] = s
 	}
 	return stats
-}
-
-// sinceStart is the instance at a reported instance's index since its app's latest start: the
-// reported instance if it was made for the droplet and for that start (through the CF API);
-// else the one that replaces it, STARTING with no details, as Cloud Controller presents a new
-// instance. In Cloud Foundry every instance after a start is new, and the cf CLI ends its wait
-// after a start at the first RUNNING instance and fails it when all have CRASHED, so an
-// instance from before, running or crashed, must count as neither. Both are compared with what
-// the CF API wrote when it was asked (the app's droplet, the process's app-started-at
-// annotation), which cf-hnc's status may not have caught up with. A rolling restart (kubectl cf
-// restart) is no start: the instances it has not replaced yet keep running, as in a rolling
-// deployment of Cloud Foundry.
-func sinceStart(p *cfv1alpha1.CFProcess, droplet string, instance cfv1alpha1.InstanceStatus) cfv1alpha1.InstanceStatus {
-	if instance.Droplet == droplet && instance.AppStartedAt == p.Annotations[cfv1alpha1.AppStartedAtAnnotation] {
-		return instance
-	}
-	return cfv1alpha1.InstanceStatus{Index: instance.Index, State: cfv1alpha1.InstanceStarting}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
 )
 
@@ -22,6 +23,11 @@ const (
 	// started is when the CF API last started the app.
 	started = "2026-12-05T11:00:00.123456789Z"
 )
+
+// stats presents the instances of a process that runs droplet, as the CF API does.
+func stats(p *cfv1alpha1.CFProcess, droplet string) []presenter.InstanceStats {
+	return presenter.ForStats(p, cf.Instances(p, droplet))
+}
 
 // startedProcess is a process of one instance whose app the CF API started at started, and whose
 // status reports instance.
@@ -43,7 +49,7 @@ var _ = Describe("The stats of a process's instances", func() {
 
 	DescribeTable("present an instance as cf-hnc reports it only when it was made for the app's droplet and its latest start",
 		func(instance cfv1alpha1.InstanceStatus, state string, details *string) {
-			stats := presenter.ForStats(startedProcess(instance), droplet)
+			stats := stats(startedProcess(instance), droplet)
 			Expect(stats).To(HaveExactElements(And(HaveField("State", state), HaveField("Details", Equal(details)))))
 		},
 		Entry("running, of the start", madeFor(droplet, started, cfv1alpha1.InstanceRunning, ""), "RUNNING", nil),
@@ -60,11 +66,11 @@ var _ = Describe("The stats of a process's instances", func() {
 	It("present an instance as cf-hnc reports it while the CF API has never started the app", func() {
 		p := startedProcess(madeFor(droplet, "", cfv1alpha1.InstanceRunning, ""))
 		p.Annotations = nil
-		Expect(presenter.ForStats(p, droplet)).To(HaveExactElements(HaveField("State", "RUNNING")))
+		Expect(stats(p, droplet)).To(HaveExactElements(HaveField("State", "RUNNING")))
 	})
 
 	It("list every instance DOWN while the process runs no droplet, whatever cf-hnc still reports", func() {
-		Expect(presenter.ForStats(startedProcess(madeFor(droplet, started, cfv1alpha1.InstanceRunning, "")), "")).
+		Expect(stats(startedProcess(madeFor(droplet, started, cfv1alpha1.InstanceRunning, "")), "")).
 			To(HaveExactElements(And(HaveField("State", "DOWN"), HaveField("Routable", BeNil()), HaveField("Placement", BeNil()))))
 	})
 })

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
 )
 
@@ -24,20 +25,19 @@ func (r Role) ListFields() listing.Fields {
 	return listing.Fields{GUID: r.GUID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
-// ForRole presents the role of type roleType of user, bound at created in the org of orgGUID
-// or the space of spaceGUID (the other is empty).
-func ForRole(guid, roleType, user, orgGUID, spaceGUID string, created time.Time, base *url.URL) Role {
+// ForRole presents a role in an org or a space.
+func ForRole(r cf.Role, base *url.URL) Role {
 	role := Role{
-		GUID: guid, CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Type: roleType,
-		Relationships: map[string]Relationship{"user": relationship(user), "organization": {}, "space": {}},
-		Links:         map[string]Link{"self": {Href: href(base, "v3", "roles", guid)}},
+		GUID: r.GUID, CreatedAt: r.Created.UTC(), UpdatedAt: r.Created.UTC(), Type: r.Type,
+		Relationships: map[string]Relationship{"user": relationship(r.User), "organization": {}, "space": {}},
+		Links:         map[string]Link{"self": {Href: href(base, "v3", "roles", r.GUID)}},
 	}
-	if orgGUID != "" {
-		role.Relationships["organization"] = relationship(orgGUID)
-		role.Links["organization"] = Link{Href: href(base, "v3", "organizations", orgGUID)}
+	if r.OrgGUID != "" {
+		role.Relationships["organization"] = relationship(r.OrgGUID)
+		role.Links["organization"] = Link{Href: href(base, "v3", "organizations", r.OrgGUID)}
 	} else {
-		role.Relationships["space"] = relationship(spaceGUID)
-		role.Links["space"] = Link{Href: href(base, "v3", "spaces", spaceGUID)}
+		role.Relationships["space"] = relationship(r.SpaceGUID)
+		role.Links["space"] = Link{Href: href(base, "v3", "spaces", r.SpaceGUID)}
 	}
 	return role
 }

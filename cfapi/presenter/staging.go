@@ -3,14 +3,10 @@ package presenter
 import (
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
-	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
 )
 
@@ -52,9 +48,9 @@ func (p Package) ListFields() listing.Fields {
 	return listing.Fields{GUID: p.GUID, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Labels: p.Metadata.Labels}
 }
 
-// PackageState is the state of a CFPackage: READY once its source image is set.
-func PackageState(pkg *cfv1alpha1.CFPackage) string {
-	if pkg.Spec.Source.Registry.Image != "" {
+// packageState is a CFPackage's state: READY once its bits are uploaded.
+func packageState(pkg *cfv1alpha1.CFPackage) string {
+	if pkg.Uploaded() {
 		return PackageReady
 	}
 	return PackageAwaitingUpload
@@ -72,7 +68,7 @@ func ForPackage(pkg *cfv1alpha1.CFPackage, base *url.URL) Package {
 		GUID: r.GUID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Metadata: r.Metadata,
 		Type:          string(pkg.Spec.Type),
 		Data:          PackageData{Checksum: Checksum{Type: "sha256"}},
-		State:         PackageState(pkg),
+		State:         packageState(pkg),
 		Relationships: map[string]Relationship{"app": relationship(pkg.Spec.AppRef.Name)},
 		Links: map[string]Link{
 			"self":   self(),
@@ -80,28 +76,6 @@ func ForPackage(pkg *cfv1alpha1.CFPackage, base *url.URL) Package {
 			"app":    {Href: href(base, "v3", "apps", pkg.Spec.AppRef.Name)},
 		},
 	}
-}
-
-// The states of a build. The cf CLI polls a build while it is STAGING and takes any other state
-// but FAILED as staged, with the droplet the build names: no other state may be reported.
-const (
-	BuildStaging = "STAGING"
-	BuildStaged  = "STAGED"
-	BuildFailed  = "FAILED"
-)
-
-// BuildState is a CFBuild's state, from its Succeeded condition: STAGING while it is absent or
-// Unknown (waiting, queued or running), STAGED when True, FAILED with the condition's message
-// when False.
-func BuildState(build *cfv1alpha1.CFBuild) (state, failure string) {
-	succeeded := meta.FindStatusCondition(build.Status.Conditions, cfv1alpha1.SucceededCondition)
-	switch {
-	case succeeded == nil || succeeded.Status == metav1.ConditionUnknown:
-		return BuildStaging, ""
-	case succeeded.Status == metav1.ConditionTrue:
-		return BuildStaged, ""
-	}
-	return BuildFailed, succeeded.Message
 }
 
 // Build is a CF build.
@@ -126,11 +100,11 @@ type Build struct {
 // Its lifecycle is the build's own: empty buildpacks and stack stage with the app's.
 func ForBuild(build *cfv1alpha1.CFBuild, base *url.URL) Build {
 	r := resource(build, "", build.Status.Conditions)
-	state, failure := BuildState(build)
+	state, succeeded := build.State()
 	b := Build{
 		GUID: r.GUID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Metadata: r.Metadata,
 		CreatedBy:     map[string]string{},
-		State:         state,
+		State:         string(state),
 		Lifecycle:     lifecycleOf(build.Spec.Lifecycle),
 		Package:       RelationshipData{GUID: build.Spec.PackageRef.Name},
 		Relationships: map[string]Relationship{"app": relationship(build.Spec.AppRef.Name)},
@@ -140,11 +114,11 @@ func ForBuild(build *cfv1alpha1.CFBuild, base *url.URL) Build {
 		},
 	}
 	switch state {
-	case BuildStaged:
+	case cfv1alpha1.BuildStaged:
 		b.Droplet = &RelationshipData{GUID: build.Name}
 		b.Links["droplet"] = Link{Href: href(base, "v3", "droplets", build.Name)}
-	case BuildFailed:
-		b.Error = &failure
+	case cfv1alpha1.BuildFailed:
+		b.Error = &succeeded.Message
 	}
 	return b
 }
@@ -189,25 +163,19 @@ func (d Droplet) ListFields() listing.Fields {
 	return listing.Fields{GUID: d.GUID, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, Labels: d.Metadata.Labels}
 }
 
-// Staged says whether a CFBuild has a droplet: it succeeded, and cf-hnc recorded the droplet.
-func Staged(build *cfv1alpha1.CFBuild) bool {
-	state, _ := BuildState(build)
-	return state == BuildStaged && build.Status.Droplet != nil
-}
-
-// ForDroplet presents the droplet of a staged CFBuild (Staged): its GUID is the build's, its
-// image the droplet image by digest, its stack the name of the ClusterStack of stacks that it
-// was built on (dropletStack). A droplet is created when its build succeeds.
-func ForDroplet(build *cfv1alpha1.CFBuild, stacks []kpackv1alpha2.ClusterStack, base *url.URL) Droplet {
+// ForDroplet presents the droplet of a staged CFBuild (StagedDroplet): its GUID is the build's,
+// its image the droplet image by digest, its stack the name that cf.DropletStack gives it. A
+// droplet is created when its build succeeds.
+func ForDroplet(build *cfv1alpha1.CFBuild, stack string, base *url.URL) Droplet {
 	r := resource(build, "", build.Status.Conditions)
-	droplet := build.Status.Droplet
+	droplet := build.StagedDroplet()
 	d := Droplet{
 		GUID: r.GUID, CreatedAt: r.UpdatedAt, UpdatedAt: r.UpdatedAt, Metadata: r.Metadata,
-		State:         BuildStaged,
+		State:         string(cfv1alpha1.BuildStaged),
 		Lifecycle:     lifecycleOf(build.Spec.Lifecycle),
 		ProcessTypes:  map[string]string{},
 		Buildpacks:    []DropletBuildpack{},
-		Stack:         dropletStack(droplet, stacks),
+		Stack:         stack,
 		Image:         droplet.Registry.Image,
 		Relationships: map[string]Relationship{"app": relationship(build.Spec.AppRef.Name)},
 		Links: map[string]Link{
@@ -223,45 +191,6 @@ func ForDroplet(build *cfv1alpha1.CFBuild, stacks []kpackv1alpha2.ClusterStack, 
 		d.Buildpacks = append(d.Buildpacks, DropletBuildpack{Name: bp.ID, BuildpackName: bp.ID, Version: bp.Version})
 	}
 	return d
-}
-
-// dropletStack is the stack of a droplet as CF names it: the name of the ClusterStack it was
-// built on, which cf stacks lists and cf push -s takes. The droplet records only what kpack built
-// it with, the stack id and the run image, so the ClusterStack is found from them: only one of
-// the droplet's stack id can have built it. ClusterStacks may share an id (a stack's base and
-// full variants); then only the one whose run image is the droplet's can have, compared by
-// digest: kpack builds on a copy of the run image that the ClusterStack resolved. The app's
-// lifecycle cannot tell: it names the stack of the app's next build, not of this droplet, and
-// none when the app builds with its space's default Builder. When neither singles out one
-// ClusterStack (two share the run image too, or the droplet's is no longer any ClusterStack's),
-// the droplet's stack is its stack id, rather than the name of one that may not have built it.
-func dropletStack(droplet *cfv1alpha1.BuildDropletStatus, stacks []kpackv1alpha2.ClusterStack) string {
-	var sameID, sameRunImage []string
-	for i := range stacks {
-		if stackID(&stacks[i]) != droplet.Stack {
-			continue
-		}
-		sameID = append(sameID, stacks[i].Name)
-		if sameDigest(stacks[i].Status.RunImage.LatestImage, droplet.RunImage) {
-			sameRunImage = append(sameRunImage, stacks[i].Name)
-		}
-	}
-	switch {
-	case len(sameID) == 1:
-		return sameID[0]
-	case len(sameRunImage) == 1:
-		return sameRunImage[0]
-	}
-	return droplet.Stack
-}
-
-// sameDigest says whether two image references name the same image: the same run image is
-// named from different repositories (the ClusterStack's, a Builder's copy of it), so only the
-// digests are compared.
-func sameDigest(a, b string) bool {
-	_, digestA, okA := strings.Cut(a, "@")
-	_, digestB, okB := strings.Cut(b, "@")
-	return okA && okB && digestA == digestB
 }
 
 // LogCacheInfo is log-cache's GET /api/v1/info.
@@ -296,17 +225,9 @@ type Envelopes struct {
 	} `json:"envelopes"`
 }
 
-// StagingLine is a line of an app's staging, at a time, from the build step (instance) index.
-type StagingLine struct {
-	Time    time.Time
-	Step    int
-	Message string
-	Error   bool
-}
-
 // ForStagingLines presents staging lines of the app sourceID as log-cache envelopes, tagged
 // source_type STG.
-func ForStagingLines(sourceID string, lines []StagingLine) Envelopes {
+func ForStagingLines(sourceID string, lines []cf.StagingLine) Envelopes {
 	var e Envelopes
 	e.Envelopes.Batch = make([]Envelope, 0, len(lines))
 	for _, l := range lines {

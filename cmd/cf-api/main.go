@@ -1,10 +1,3 @@
-// Command cf-api serves the Cloud Foundry V3 API subset of package cfapi to the cf CLI:
-//
-//	cf api http://127.0.0.1:9000 && cf auth <kubeconfig user> && cf orgs
-//
-// It reads the cluster with its own kubeconfig (in a pod, its ServiceAccount), which needs
-// only the reads of the ClusterRole cf-hnc:api (config/cf-api/role.yaml); every request acts
-// with the caller's own Kubernetes credentials. Beyond loopback it serves HTTPS only.
 package main
 
 import (
@@ -20,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -53,11 +47,31 @@ type options struct {
 	address, certFile, keyFile, externalURL string
 	qps                                     float64
 	burst                                   int
+	scratchSize                             byteSize
 	api                                     cfapi.Config
 }
 
+// byteSize is a number of bytes given as a Kubernetes quantity (1Gi) or a plain number.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	return resource.NewQuantity(int64(*b), resource.BinarySI).String()
+}
+
+func (b *byteSize) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("not a size: %w", err)
+	}
+	if q.Sign() <= 0 {
+		return fmt.Errorf("%s: the scratch space must hold some bytes", s)
+	}
+	*b = byteSize(q.Value())
+	return nil
+}
+
 func main() {
-	var o options
+	o := options{scratchSize: cfapi.DefaultScratchBytes}
 	flag.StringVar(&o.address, "address", "127.0.0.1:9000", "Address to serve the API on. Plain HTTP (no --tls-cert-file) is served on loopback only: the cf CLI sends credentials in every request.")
 	flag.StringVar(&o.certFile, "tls-cert-file", "", "PEM certificate to serve HTTPS with (with --tls-key-file).")
 	flag.StringVar(&o.keyFile, "tls-key-file", "", "PEM private key of --tls-cert-file.")
@@ -66,6 +80,8 @@ func main() {
 	flag.DurationVar(&o.api.SessionTTL, "session-ttl", 30*time.Second, "How long a user's identity is remembered per credential (a revoked credential keeps its identity that long; every read and write still uses it).")
 	flag.DurationVar(&o.api.ReadyTimeout, "ready-timeout", 30*time.Second, "How long creating an org or a space waits for its namespace before it answers with a warning.")
 	flag.DurationVar(&o.api.DeleteTimeout, "delete-timeout", 5*time.Minute, "How long deleting an org or a space may take before its job fails.")
+	flag.StringVar(&o.api.ScratchDir, "scratch-dir", os.TempDir(), "Directory where uploads are staged while they are converted and pushed (in a pod, a writable volume: the root file system is read-only).")
+	flag.Var(&o.scratchSize, "scratch-size", "Bytes that all the uploads of this replica may hold in --scratch-dir at once, as a quantity (1Gi, 512Mi) or a number; an upload that finds no room gets 503 with Retry-After.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 50, "Requests per second that the API's own reads may make to the apiserver, sustained.")
 	flag.IntVar(&o.burst, "kube-api-burst", 100, "Requests that the API's own reads may make to the apiserver in a burst.")
 	zapOpts := zap.Options{}
@@ -83,6 +99,7 @@ func run(o options) error {
 	if err := o.checkTransport(); err != nil {
 		return err
 	}
+	o.api.ScratchBytes = int64(o.scratchSize)
 	if o.externalURL != "" {
 		u, err := url.Parse(o.externalURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {

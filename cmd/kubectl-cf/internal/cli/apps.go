@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,7 +74,7 @@ func appRows(apps []cfv1alpha1.CFApp, processes []cfv1alpha1.CFProcess) [][]stri
 			held = app.Status.HeldDropletRef.Name
 		}
 		rows = append(rows, []string{app.Spec.DisplayName, app.Name, string(app.Spec.DesiredState),
-			instancesCell(processesOf(processes, app.Name)), orNone(app.Spec.CurrentDropletRef.Name), status, held})
+			instancesCell(cf.OfApp(processes, app.Name)), orNone(app.Spec.CurrentDropletRef.Name), status, held})
 	}
 	return rows
 }

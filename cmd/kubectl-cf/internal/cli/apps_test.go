@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 // The listings as far as this suite (no kpack) can stage: the apps and builds that the e2e
@@ -28,7 +29,7 @@ var _ = Describe("apps and builds", func() {
 		org = unique("acme")
 		createOrg(ctx, org)
 		space = createSpace(ctx, org, "dev")
-		worker, web = createApp(ctx, space, "worker"), createApp(ctx, space, "Web")
+		worker, web = cftest.CreateApp(ctx, k8s, space, "worker", cfv1alpha1.StoppedState), cftest.CreateApp(ctx, k8s, space, "Web", cfv1alpha1.StoppedState)
 		Eventually(func() string { return dropletStatus(ctx, web) }).Should(Equal(cfv1alpha1.NoDropletReason))
 		Eventually(func() string { return dropletStatus(ctx, worker) }).Should(Equal(cfv1alpha1.NoDropletReason))
 	})
@@ -110,17 +111,6 @@ var _ = Describe("apps and builds", func() {
 		Expect(builds.Items).To(BeEmpty())
 	})
 })
-
-func createApp(ctx SpecContext, space, name string) *cfv1alpha1.CFApp {
-	GinkgoHelper()
-	app := &cfv1alpha1.CFApp{
-		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
-		Spec: cfv1alpha1.CFAppSpec{DisplayName: name, DesiredState: cfv1alpha1.StoppedState,
-			Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle}},
-	}
-	Expect(k8s.Create(ctx, app)).To(Succeed())
-	return app
-}
 
 // createPackage creates a package of the app that is not uploaded, which keeps its builds
 // waiting.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,7 +59,8 @@ func kpackBuildNumber(b *cfv1alpha1.CFBuild) int {
 func buildRows(builds []cfv1alpha1.CFBuild, app *cfv1alpha1.CFApp, now time.Time) [][]string {
 	rows := [][]string{{"BUILD", "AGE", "STATE", "REASON", "REBUILD OF", "REBUILD REASON", "DROPLET", "RUNS"}}
 	for _, b := range builds {
-		state, succeeded := buildState(&b)
+		state, _ := b.State()
+		succeeded := meta.FindStatusCondition(b.Status.Conditions, cfv1alpha1.SucceededCondition)
 		reason := "-"
 		if succeeded != nil {
 			reason = succeeded.Reason
@@ -74,7 +76,7 @@ func buildRows(builds []cfv1alpha1.CFBuild, app *cfv1alpha1.CFApp, now time.Time
 		case app.Status.HeldDropletRef != nil && app.Status.HeldDropletRef.Name == b.Name:
 			runs = "held"
 		}
-		rows = append(rows, []string{b.Name, duration.HumanDuration(now.Sub(b.CreationTimestamp.Time)), state, reason,
+		rows = append(rows, []string{b.Name, duration.HumanDuration(now.Sub(b.CreationTimestamp.Time)), string(state), reason,
 			orNone(b.Labels[cfv1alpha1.RebuildOfLabel]), orNone(b.Annotations[cfv1alpha1.RebuildReasonAnnotation]), droplet, runs})
 	}
 	return rows

@@ -9,6 +9,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 var _ = Describe("shell completion", func() {
@@ -23,8 +26,8 @@ var _ = Describe("shell completion", func() {
 		dev := createSpace(ctx, org, "dev")
 		createSpace(ctx, org, "DevTest")
 		createSpace(ctx, org, "prod")
-		createApp(ctx, dev, "web")
-		createApp(ctx, dev, "worker")
+		cftest.CreateApp(ctx, k8s, dev, "web", cfv1alpha1.StoppedState)
+		cftest.CreateApp(ctx, k8s, dev, "worker", cfv1alpha1.StoppedState)
 	})
 
 	// complete runs cobra's __complete as kubectl_complete-cf does, and returns the

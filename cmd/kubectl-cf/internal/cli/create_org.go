@@ -4,10 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
 
-	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 )
 
 func newCreateOrgCommand(s *session) *cobra.Command {
@@ -26,22 +24,15 @@ func newCreateOrgCommand(s *session) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			org := &cfv1alpha1.CFOrg{
-				ObjectMeta: metav1.ObjectMeta{Namespace: s.root, Name: guid},
-				Spec:       cfv1alpha1.CFOrgSpec{DisplayName: args[0]},
-			}
-			if org.Name == "" {
-				org.Name = string(uuid.NewUUID())
-			}
-			if err := c.Create(cmd.Context(), org); err != nil {
-				return fmt.Errorf("creating org %q: %w", org.Spec.DisplayName, rejected(err))
+			org, err := cf.CreateOrg(cmd.Context(), c, s.root, args[0], guid)
+			if err != nil {
+				return fmt.Errorf("creating org %q: %w", args[0], rejected(err))
 			}
 			if !wait.wait {
 				fmt.Fprintf(cmd.OutOrStdout(), "org %q created: namespace %s\n", org.Spec.DisplayName, org.Name)
 				return nil
 			}
-			conditions := func() []metav1.Condition { return org.Status.Conditions }
-			if err := waitReady(cmd.Context(), c, org, conditions, wait.timeout); err != nil {
+			if err := waitReady(cmd.Context(), c, org, wait.timeout); err != nil {
 				return fmt.Errorf("org %q (namespace %s): %w", org.Spec.DisplayName, org.Name, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "org %q is ready: namespace %s\n", org.Spec.DisplayName, org.Name)

@@ -5,10 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 )
 
 func newCreateSpaceCommand(s *session) *cobra.Command {
@@ -28,23 +27,16 @@ func newCreateSpaceCommand(s *session) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			space := &cfv1alpha1.CFSpace{
-				ObjectMeta: metav1.ObjectMeta{Namespace: org.Name, Name: guid},
-				Spec:       cfv1alpha1.CFSpaceSpec{DisplayName: args[1]},
-			}
-			if space.Name == "" {
-				space.Name = string(uuid.NewUUID())
-			}
-			if err := c.Create(cmd.Context(), space); err != nil {
-				return fmt.Errorf("creating space %q in org %q: %w", space.Spec.DisplayName, org.Spec.DisplayName, rejected(err))
+			space, err := cf.CreateSpace(cmd.Context(), c, org, args[1], guid)
+			if err != nil {
+				return fmt.Errorf("creating space %q in org %q: %w", args[1], org.Spec.DisplayName, rejected(err))
 			}
 			out := cmd.OutOrStdout()
 			if !wait.wait {
 				fmt.Fprintf(out, "space %q created in org %q: namespace %s\n", space.Spec.DisplayName, org.Spec.DisplayName, space.Name)
 				return nil
 			}
-			conditions := func() []metav1.Condition { return space.Status.Conditions }
-			if err := waitReady(cmd.Context(), c, space, conditions, wait.timeout); err != nil {
+			if err := waitReady(cmd.Context(), c, space, wait.timeout); err != nil {
 				return fmt.Errorf("space %q (namespace %s): %w", space.Spec.DisplayName, space.Name, err)
 			}
 			fmt.Fprintf(out, "space %q in org %q is ready: namespace %s\n", space.Spec.DisplayName, org.Spec.DisplayName, space.Name)

@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -44,15 +45,14 @@ func newDeleteOrgCommand(s *session) *cobra.Command {
 			}
 			// cf-hnc's finalizer has HNC delete the org's namespace with its spaces'; the org
 			// goes once they are gone.
-			if err := c.Delete(cmd.Context(), org); err != nil {
+			if err := cf.Delete(cmd.Context(), c, org, cf.OrgResource); err != nil {
 				return fmt.Errorf("deleting org %q: %w", org.Spec.DisplayName, rejected(err))
 			}
 			if !o.wait.wait {
 				fmt.Fprintf(out, "org %q is being deleted\n", org.Spec.DisplayName)
 				return nil
 			}
-			conditions := func() []metav1.Condition { return org.Status.Conditions }
-			if err := waitGone(cmd.Context(), c, org, conditions, o.wait.timeout); err != nil {
+			if err := waitGone(cmd.Context(), c, org, o.wait.timeout); err != nil {
 				return fmt.Errorf("org %q (namespace %s): %w", org.Spec.DisplayName, org.Name, err)
 			}
 			fmt.Fprintf(out, "org %q is deleted, with its namespace %s and its spaces'\n", org.Spec.DisplayName, org.Name)

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func newDeleteSpaceCommand(s *session) *cobra.Command {
@@ -23,7 +24,7 @@ func newDeleteSpaceCommand(s *session) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			space, err := findSpace(cmd.Context(), c, org, args[1])
+			space, err := cf.FindSpace(cmd.Context(), c, org, args[1])
 			if err != nil {
 				return err
 			}
@@ -43,15 +44,14 @@ func newDeleteSpaceCommand(s *session) *cobra.Command {
 				return nil
 			}
 			// cf-hnc's finalizer deletes the namespace; the space goes once it is gone.
-			if err := c.Delete(cmd.Context(), space); err != nil {
+			if err := cf.Delete(cmd.Context(), c, space, cf.SpaceResource); err != nil {
 				return fmt.Errorf("deleting %s: %w", t, rejected(err))
 			}
 			if !o.wait.wait {
 				fmt.Fprintf(out, "%s is being deleted\n", t)
 				return nil
 			}
-			conditions := func() []metav1.Condition { return space.Status.Conditions }
-			if err := waitGone(cmd.Context(), c, space, conditions, o.wait.timeout); err != nil {
+			if err := waitGone(cmd.Context(), c, space, o.wait.timeout); err != nil {
 				return fmt.Errorf("%s (namespace %s): %w", t, space.Name, err)
 			}
 			fmt.Fprintf(out, "%s is deleted, with its namespace %s\n", t, space.Name)

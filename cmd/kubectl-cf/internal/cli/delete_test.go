@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 )
 
@@ -22,7 +23,7 @@ var _ = Describe("delete-space and delete-org", func() {
 		_, err := kubectlCF(ctx, "set-registry", name, "--server", "registry.local", "--username", "u", "--password", "p",
 			"--droplet-repository", "registry.local/acme")
 		Expect(err).NotTo(HaveOccurred())
-		web := createApp(ctx, dev, "web")
+		web := cftest.CreateApp(ctx, k8s, dev, "web", cfv1alpha1.StoppedState)
 		createBuild(ctx, web, createPackage(ctx, web))
 	})
 

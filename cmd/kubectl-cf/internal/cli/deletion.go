@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,13 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -122,19 +123,13 @@ func confirm(in io.Reader, out io.Writer, question string) bool {
 	return answer == "y" || answer == "yes"
 }
 
-// waitGone polls obj until it is gone. conditions returns its conditions as last read, to say
-// where deletion stands if it takes longer than timeout.
-func waitGone(ctx context.Context, c client.Client, obj client.Object, conditions func() []metav1.Condition, timeout time.Duration) error {
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
-	if wait.Interrupted(err) && ctx.Err() == nil {
-		return fmt.Errorf("still being deleted after %s: %s", timeout,
-			describe(meta.FindStatusCondition(conditions(), cfv1alpha1.ReadyCondition)))
+// waitGone waits until obj, an org or a space being deleted, is gone (cf.AwaitGone); after the
+// timeout it says where the deletion stands.
+func waitGone(ctx context.Context, c client.Client, obj cf.Conditioned, timeout time.Duration) error {
+	err := cf.AwaitGone(ctx, c, obj, cf.Wait{Interval: pollInterval, Timeout: timeout})
+	var notGone *cf.NotGoneError
+	if errors.As(err, &notGone) {
+		return fmt.Errorf("still being deleted after %s: %s", timeout, describe(notGone.Ready))
 	}
 	return err
 }

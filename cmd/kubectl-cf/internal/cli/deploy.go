@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -36,7 +36,7 @@ type deployment struct {
 	// for a retry to trip over.
 	created []client.Object
 	// process is what push's flags change of the web process, once the droplet staged.
-	process processChange
+	process cf.ProcessChange
 	// state is the app's state once the droplet staged: STARTED, or STOPPED for push --no-start.
 	state cfv1alpha1.DesiredState
 	// waitTimeout is how long to wait for a started app to run; hint shows what its
@@ -51,19 +51,10 @@ func stagingTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
 		"How long to wait for staging. A build that has not finished by then (or when interrupted) is deleted, with what the command created for it.")
 }
 
-
 // run creates the build, follows it and, once it staged, points the app at its droplet and
 // starts it.
 func (d *deployment) run(ctx context.Context) error {
-	build := &cfv1alpha1.CFBuild{
-		ObjectMeta: metav1.ObjectMeta{Namespace: d.app.Namespace, Name: string(uuid.NewUUID()), OwnerReferences: cfv1alpha1.OwnedByApp(d.app)},
-		Spec: cfv1alpha1.CFBuildSpec{
-			AppRef:     corev1.LocalObjectReference{Name: d.app.Name},
-			PackageRef: corev1.LocalObjectReference{Name: d.pkg},
-			// No lifecycle data: the build stages with the app's lifecycle, as a CF build does.
-			Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle},
-		},
-	}
+	build := cf.NewBuild(d.app, d.pkg)
 	if err := d.c.Create(ctx, build); err != nil {
 		return d.abandon(ctx, fmt.Errorf("creating the build: %w", rejected(err)))
 	}
@@ -82,11 +73,10 @@ func (d *deployment) run(ctx context.Context) error {
 	case err != nil:
 		return d.abandon(ctx, err)
 	}
-	if state, _ := buildState(build); state == failedState {
+	if state, succeeded := build.State(); state == cfv1alpha1.BuildFailed {
 		// A failed build is history, as in Cloud Foundry: it stays, with its package, and as it
 		// has finished it queues no later build.
 		f.printFailure(ctx, build, kb)
-		_, succeeded := buildState(build)
 		return fmt.Errorf("staging app %q failed: %s: %s", d.app.Spec.DisplayName, succeeded.Reason, succeeded.Message)
 	}
 	return d.runDroplet(ctx, build)
@@ -96,15 +86,15 @@ func (d *deployment) run(ctx context.Context) error {
 // droplet is staged (with what push's flags change of its web process first), shows the droplet,
 // and waits until the app runs it.
 func (d *deployment) runDroplet(ctx context.Context, build *cfv1alpha1.CFBuild) error {
-	if !d.process.empty() {
+	if !d.process.Empty() {
 		p, _, err := applyProcess(ctx, d.c, d.app, cfv1alpha1.WebProcessType, d.process)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(d.out, "Process web: %s; health check %s\n", describeScale(p.Spec), describeHealthCheck(p.Spec.HealthCheck))
 	}
-	if err := setDroplet(ctx, d.c, d.app, build.Name, d.state); err != nil {
-		return err
+	if err := cf.RunDroplet(ctx, d.c, d.app, build.Name, d.state); err != nil {
+		return fmt.Errorf("updating app %q: %w", d.app.Spec.DisplayName, rejected(err))
 	}
 	fmt.Fprintf(d.out, "App %q is %s with droplet %s:\n", d.app.Spec.DisplayName, d.app.Spec.DesiredState, build.Name)
 	printDroplet(d.out, build)
@@ -112,14 +102,6 @@ func (d *deployment) runDroplet(ctx context.Context, build *cfv1alpha1.CFBuild) 
 		return nil
 	}
 	return waitRunning(ctx, d.c, d.out, d.app, build, d.waitTimeout, d.hint)
-}
-
-// setDroplet makes a droplet the app's current one, and the app started or stopped.
-func setDroplet(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, build string, state cfv1alpha1.DesiredState) error {
-	return patchApp(ctx, c, app, func(spec *cfv1alpha1.CFAppSpec) {
-		spec.CurrentDropletRef.Name = build
-		spec.DesiredState = state
-	})
 }
 
 // abandon deletes what the command created for a build that did not finish (the build first,

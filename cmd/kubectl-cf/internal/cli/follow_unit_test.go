@@ -40,8 +40,8 @@ var _ = Describe("polling a build", func() {
 		f, build := failingReads(errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline"), 2)
 		finished, _, err := f.follow(ctx, build)
 		Expect(err).NotTo(HaveOccurred())
-		state, _ := buildState(finished)
-		Expect(state).To(Equal(failedState))
+		state, _ := finished.State()
+		Expect(string(state)).To(Equal(failedState))
 	})
 
 	It("returns the apiserver's refusal at once", func(ctx SpecContext) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,7 +55,7 @@ func (s *session) place(ctx context.Context, c client.Client, allOrgs bool, args
 		}
 		return placement{level: cfv1alpha1.RootLevel, root: s.root, namespace: s.root, orgs: names, description: "all orgs"}, nil
 	}
-	org, err := s.findOrg(ctx, c, args[0])
+	org, err := cf.FindOrg(ctx, c, s.root, args[0])
 	if err != nil {
 		return placement{}, err
 	}
@@ -62,7 +64,7 @@ func (s *session) place(ctx context.Context, c client.Client, allOrgs bool, args
 	if len(args) == 1 {
 		return p, nil
 	}
-	space, err := findSpace(ctx, c, org, args[1])
+	space, err := cf.FindSpace(ctx, c, org, args[1])
 	if err != nil {
 		return placement{}, err
 	}

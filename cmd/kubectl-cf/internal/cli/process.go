@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -9,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,89 +29,11 @@ var healthCheckTypes = []string{string(cfv1alpha1.PortHealthCheck), string(cfv1a
 
 // appProcesses lists the processes of an app: web first, then by type.
 func appProcesses(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp) ([]cfv1alpha1.CFProcess, error) {
-	list := &cfv1alpha1.CFProcessList{}
-	if err := c.List(ctx, list, client.InNamespace(app.Namespace)); err != nil {
+	processes, err := cf.ProcessesOf(ctx, c, app)
+	if err != nil {
 		return nil, fmt.Errorf("listing the processes of app %q: %w", app.Spec.DisplayName, err)
 	}
-	return processesOf(list.Items, app.Name), nil
-}
-
-// processesOf are the processes of the app with a GUID among processes, web first, then by type;
-// those being deleted are gone for the app.
-func processesOf(processes []cfv1alpha1.CFProcess, app string) []cfv1alpha1.CFProcess {
-	var of []cfv1alpha1.CFProcess
-	for _, p := range processes {
-		if p.Spec.AppRef.Name == app && p.DeletionTimestamp.IsZero() {
-			of = append(of, p)
-		}
-	}
-	slices.SortFunc(of, byProcessType)
-	return of
-}
-
-// byProcessType orders processes as the cf CLI lists them: web first, then by type.
-func byProcessType(a, b cfv1alpha1.CFProcess) int {
-	return cmp.Or(compareProcessTypes(a.Spec.ProcessType, b.Spec.ProcessType), cmp.Compare(a.Name, b.Name))
-}
-
-// compareProcessTypes orders process types: web first, then by name.
-func compareProcessTypes(a, b string) int {
-	notWeb := func(t string) int {
-		if t == cfv1alpha1.WebProcessType {
-			return 0
-		}
-		return 1
-	}
-	return cmp.Or(cmp.Compare(notWeb(a), notWeb(b)), cmp.Compare(a, b))
-}
-
-
-// processChange is what the flags of push and scale change of a process; nil changes nothing.
-type processChange struct {
-	instances        *int32
-	memoryMB, diskMB *int64
-	healthCheck      *cfv1alpha1.HealthCheckType
-	endpoint         *string
-}
-
-// empty says whether the change changes nothing.
-func (pc processChange) empty() bool {
-	return pc == processChange{}
-}
-
-// apply changes spec and says whether anything changed. An http health check keeps its
-// endpoint unless one is given, and gets "/" (as Cloud Foundry's default) when it has none;
-// the other types have none.
-func (pc processChange) apply(spec *cfv1alpha1.CFProcessSpec) bool {
-	before := *spec
-	if pc.instances != nil {
-		spec.Instances = *pc.instances
-	}
-	if pc.memoryMB != nil {
-		spec.MemoryMB = *pc.memoryMB
-	}
-	if pc.diskMB != nil {
-		spec.DiskMB = *pc.diskMB
-	}
-	if pc.healthCheck != nil {
-		spec.HealthCheck.Type = *pc.healthCheck
-	}
-	if pc.endpoint != nil {
-		spec.HealthCheck.Endpoint = *pc.endpoint
-	}
-	switch {
-	case spec.HealthCheck.Type != cfv1alpha1.HTTPHealthCheck:
-		spec.HealthCheck.Endpoint = ""
-	case spec.HealthCheck.Endpoint == "":
-		spec.HealthCheck.Endpoint = "/"
-	}
-	return *spec != before
-}
-
-// limitsChange says whether the change gives instances other limits or another health check,
-// which replaces them.
-func (pc processChange) limitsChange() bool {
-	return pc.memoryMB != nil || pc.diskMB != nil || pc.healthCheck != nil || pc.endpoint != nil
+	return processes, nil
 }
 
 // processFlags are the flags that scale a process (-i, -m, -k: push and scale) and set its
@@ -141,23 +63,23 @@ func (f *processFlags) addHealthCheckFlags(cmd *cobra.Command) {
 }
 
 // parse turns the flags given on cmd into a change, refusing what the CRD would refuse.
-func (f *processFlags) parse(cmd *cobra.Command) (processChange, error) {
-	var pc processChange
+func (f *processFlags) parse(cmd *cobra.Command) (cf.ProcessChange, error) {
+	var pc cf.ProcessChange
 	changed := cmd.Flags().Changed
 	if changed("instances") {
 		if f.instances < 0 || f.instances > maxInstances {
 			return pc, fmt.Errorf("-i %d: a process has 0 to %d instances", f.instances, maxInstances)
 		}
-		pc.instances = ptr.To(f.instances)
+		pc.Instances = ptr.To(f.instances)
 	}
 	var err error
 	if changed("memory") {
-		if pc.memoryMB, err = parseMegabytes("-m", f.memory); err != nil {
+		if pc.MemoryMB, err = parseMegabytes("-m", f.memory); err != nil {
 			return pc, err
 		}
 	}
 	if changed("disk") {
-		if pc.diskMB, err = parseMegabytes("-k", f.disk); err != nil {
+		if pc.DiskMB, err = parseMegabytes("-k", f.disk); err != nil {
 			return pc, err
 		}
 	}
@@ -168,16 +90,16 @@ func (f *processFlags) parse(cmd *cobra.Command) (processChange, error) {
 		if !slices.Contains(healthCheckTypes, f.healthCheckType) {
 			return pc, fmt.Errorf("-u %q: the health check type is port, http or process", f.healthCheckType)
 		}
-		pc.healthCheck = ptr.To(cfv1alpha1.HealthCheckType(f.healthCheckType))
+		pc.HealthCheck = ptr.To(cfv1alpha1.HealthCheckType(f.healthCheckType))
 	}
 	if changed("endpoint") {
 		switch {
-		case pc.healthCheck == nil || *pc.healthCheck != cfv1alpha1.HTTPHealthCheck:
+		case pc.HealthCheck == nil || *pc.HealthCheck != cfv1alpha1.HTTPHealthCheck:
 			return pc, fmt.Errorf("--endpoint %q: only an http health check has an endpoint: give -u http with it", f.endpoint)
 		case !strings.HasPrefix(f.endpoint, "/") || len(f.endpoint) > 256:
 			return pc, fmt.Errorf("--endpoint %q: give a path that begins with /, of at most 256 characters", f.endpoint)
 		}
-		pc.endpoint = ptr.To(f.endpoint)
+		pc.Endpoint = ptr.To(f.endpoint)
 	}
 	return pc, nil
 }
@@ -251,38 +173,15 @@ func processFlag(field string) string {
 	return field
 }
 
-// applyProcess gives the app's process of a type what change sets, and returns the process and
-// whether it changed. A web process that cf-hnc has not made yet is made here for a change, as
-// cf-hnc would make it: cf-hnc then keeps its spec.
-func applyProcess(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, processType string, change processChange) (*cfv1alpha1.CFProcess, bool, error) {
-	p := &cfv1alpha1.CFProcess{}
-	key := client.ObjectKey{Namespace: app.Namespace, Name: cfv1alpha1.ProcessName(app.Name, processType)}
-	err := c.Get(ctx, key, p)
-	if apierrors.IsNotFound(err) && processType == cfv1alpha1.WebProcessType && !change.empty() {
-		p = cfv1alpha1.NewWebProcess(app)
-		change.apply(&p.Spec)
-		err = c.Create(ctx, p)
-		if err == nil {
-			return p, true, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, false, fmt.Errorf("creating the web process of app %q: %w", app.Spec.DisplayName, rejectedAs(err, processFlag))
-		}
-		// cf-hnc has made it meanwhile: change it as it is.
-		err = c.Get(ctx, key, p)
-	}
-	if apierrors.IsNotFound(err) {
+// applyProcess gives the app's process of a type what change sets (cf.ChangeProcess), and
+// returns the process and whether it changed.
+func applyProcess(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, processType string, change cf.ProcessChange) (*cfv1alpha1.CFProcess, bool, error) {
+	p, changed, err := cf.ChangeProcess(ctx, c, app, processType, change)
+	switch {
+	case cf.IsNotFound(err):
 		return nil, false, fmt.Errorf("app %q has no %s process (cf-hnc makes the web process of every app)", app.Spec.DisplayName, processType)
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("reading the %s process of app %q: %w", processType, app.Spec.DisplayName, err)
-	}
-	patch := client.MergeFrom(p.DeepCopy())
-	if !change.apply(&p.Spec) {
-		return p, false, nil
-	}
-	if err := c.Patch(ctx, p, patch); err != nil {
+	case err != nil:
 		return nil, false, fmt.Errorf("changing the %s process of app %q: %w", processType, app.Spec.DisplayName, rejectedAs(err, processFlag))
 	}
-	return p, true, nil
+	return p, changed, nil
 }

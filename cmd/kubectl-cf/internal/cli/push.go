@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,7 +28,7 @@ type pushOptions struct {
 	noStart     bool
 	waitTimeout time.Duration
 	// change is what the process flags change of the app's web process.
-	change processChange
+	change cf.ProcessChange
 }
 
 func newPushCommand(s *session) *cobra.Command {
@@ -99,7 +98,7 @@ func (o *pushOptions) run(ctx context.Context, s *session, out io.Writer, name s
 	if err := o.target.check(); err != nil {
 		return err
 	}
-	buildpacks, err := o.lifecycleBuildpacks()
+	lifecycle, err := o.lifecycleChange()
 	if err != nil {
 		return err
 	}
@@ -119,27 +118,23 @@ func (o *pushOptions) run(ctx context.Context, s *session, out io.Writer, name s
 	if err := checkBuildReady(t); err != nil {
 		return err
 	}
-	current, err := lookupApp(ctx, c, t.space.Name, name)
+	current, err := cf.FindApp(ctx, c, t.space.Name, name)
 	if err != nil {
 		return err
 	}
-	app := o.desiredApp(t, current, name, buildpacks)
+	app := desiredApp(t, current, name, lifecycle)
 	if err := o.validate(ctx, c, current, app); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Pushing app %q to %s\n", name, t)
 	fmt.Fprintf(out, "Packed %s: %s\n", o.path, source)
 
-	keychain, err := spaceKeychain(ctx, c, t.space)
-	if err != nil {
-		return err
-	}
 	pkg := string(uuid.NewUUID())
-	image, err := uploadPackage(ctx, keychain, source, t.space.Status.Build.DropletRepositoryPrefix, app.Name, pkg)
+	registry, err := cf.PushSource(ctx, c, t.space, app.Name, pkg, func() (string, error) { return source.tarFile, nil })
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Uploaded package %s: %s\n", pkg, image)
+	fmt.Fprintf(out, "Uploaded package %s: %s\n", pkg, registry.Image)
 
 	d := &deployment{s: s, c: c, out: out, app: app, pkg: pkg, timeout: o.timeout,
 		process: o.change, state: cfv1alpha1.StartedState, waitTimeout: o.waitTimeout, hint: logsHint(app, &o.target, t)}
@@ -150,14 +145,7 @@ func (o *pushOptions) run(ctx context.Context, s *session, out io.Writer, name s
 		return err
 	}
 	// The package is created once its bits are uploaded, as the CF API marks a package READY.
-	pkgObject := &cfv1alpha1.CFPackage{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: pkg, OwnerReferences: cfv1alpha1.OwnedByApp(app)},
-		Spec: cfv1alpha1.CFPackageSpec{
-			Type:   cfv1alpha1.BitsPackage,
-			AppRef: corev1.LocalObjectReference{Name: app.Name},
-			Source: cfv1alpha1.PackageSource{Registry: cfv1alpha1.Registry{Image: image, ImagePullSecrets: t.space.Status.Build.SecretNames()}},
-		},
-	}
+	pkgObject := cf.NewPackage(app, pkg, registry)
 	if err := c.Create(ctx, pkgObject); err != nil {
 		return d.abandon(ctx, fmt.Errorf("creating the package: %w", rejected(err)))
 	}
@@ -165,44 +153,32 @@ func (o *pushOptions) run(ctx context.Context, s *session, out io.Writer, name s
 	return d.run(ctx)
 }
 
-// defaultBuildpack is what -b takes, as in the cf CLI, to go back to the default Builder.
-var defaultBuildpack = regexp.MustCompile(`^(default|null)$`)
-
-// lifecycleBuildpacks are the buildpacks -b sets: nil when -b is not given, empty for "default".
-func (o *pushOptions) lifecycleBuildpacks() ([]string, error) {
-	if o.buildpacks == nil {
-		return nil, nil
-	}
-	if slices.ContainsFunc(o.buildpacks, defaultBuildpack.MatchString) {
-		if len(o.buildpacks) > 1 {
-			return nil, fmt.Errorf(`-b %s: "default" detects with the space's default Builder and cannot be combined with buildpacks`,
+// lifecycleChange is what -b and --stack change of the app's lifecycle: the buildpacks, when -b
+// is given ("default" alone goes back to the space's default Builder, and cannot be combined
+// with buildpacks, as in the cf CLI), and the stack, when --stack is.
+func (o *pushOptions) lifecycleChange() (cf.LifecycleChange, error) {
+	var change cf.LifecycleChange
+	if o.buildpacks != nil {
+		if slices.ContainsFunc(o.buildpacks, cf.IsDefaultBuildpack) && len(o.buildpacks) > 1 {
+			return change, fmt.Errorf(`-b %s: "default" detects with the space's default Builder and cannot be combined with buildpacks`,
 				strings.Join(o.buildpacks, " -b "))
 		}
-		return []string{}, nil
+		change.Buildpacks = &o.buildpacks
 	}
-	return o.buildpacks, nil
+	if o.stack != "" {
+		change.Stack = &o.stack
+	}
+	return change, nil
 }
 
 // desiredApp is the app as push leaves it: the app found, with the lifecycle that -b and
 // --stack set, or a new app, stopped until its droplet is staged, as the CF API creates it.
-func (o *pushOptions) desiredApp(t target, current *cfv1alpha1.CFApp, name string, buildpacks []string) *cfv1alpha1.CFApp {
+func desiredApp(t target, current *cfv1alpha1.CFApp, name string, lifecycle cf.LifecycleChange) *cfv1alpha1.CFApp {
+	if current == nil {
+		return cf.NewApp(t.space.Name, name, lifecycle)
+	}
 	app := current.DeepCopy()
-	if app == nil {
-		app = &cfv1alpha1.CFApp{
-			ObjectMeta: metav1.ObjectMeta{Namespace: t.space.Name, Name: string(uuid.NewUUID())},
-			Spec: cfv1alpha1.CFAppSpec{
-				DisplayName:  name,
-				DesiredState: cfv1alpha1.StoppedState,
-				Lifecycle:    cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle},
-			},
-		}
-	}
-	if buildpacks != nil {
-		app.Spec.Lifecycle.Data.Buildpacks = buildpacks
-	}
-	if o.stack != "" {
-		app.Spec.Lifecycle.Data.Stack = o.stack
-	}
+	lifecycle.Apply(&app.Spec.Lifecycle.Data)
 	return app
 }
 
@@ -242,17 +218,13 @@ func (o *pushOptions) apply(ctx context.Context, c client.Client, out io.Writer,
 		fmt.Fprintf(out, "Created app %q: %s\n", app.Spec.DisplayName, app.Name)
 		return nil
 	}
-	if !equalLifecycles(current.Spec.Lifecycle, app.Spec.Lifecycle) {
+	if !current.Spec.Lifecycle.Equal(app.Spec.Lifecycle) {
 		if err := c.Patch(ctx, app, client.MergeFrom(current)); err != nil {
 			return fmt.Errorf("updating app %q: %w", app.Spec.DisplayName, rejectedAs(err, lifecycleFlag))
 		}
 		fmt.Fprintf(out, "Updated the lifecycle of app %q: %s\n", app.Spec.DisplayName, describeLifecycle(app.Spec.Lifecycle.Data))
 	}
 	return nil
-}
-
-func equalLifecycles(a, b cfv1alpha1.Lifecycle) bool {
-	return a.Type == b.Type && a.Data.Stack == b.Data.Stack && slices.Equal(a.Data.Buildpacks, b.Data.Buildpacks)
 }
 
 // describeLifecycle is an app's lifecycle for a person.

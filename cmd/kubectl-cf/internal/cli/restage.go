@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -39,38 +38,19 @@ started with the droplet, and restage waits until an instance of each process ru
 
 // currentPackage is the app's newest uploaded package, which CF stages on a restage.
 func currentPackage(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp) (*cfv1alpha1.CFPackage, error) {
-	list := &cfv1alpha1.CFPackageList{}
-	if err := c.List(ctx, list, client.InNamespace(app.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing packages: %w", err)
-	}
-	uploaded := slices.DeleteFunc(list.Items, func(p cfv1alpha1.CFPackage) bool {
-		return p.Spec.AppRef.Name != app.Name || p.Spec.Source.Registry.Image == "" || !p.DeletionTimestamp.IsZero()
-	})
-	if len(uploaded) == 0 {
+	pkg, err := cf.NewestPackage(ctx, c, app)
+	if err == nil && pkg == nil {
 		return nil, fmt.Errorf("app %q has no package to stage: push it first", app.Spec.DisplayName)
 	}
-	newest := slices.MaxFunc(uploaded, func(a, b cfv1alpha1.CFPackage) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
-	return &newest, nil
+	return pkg, err
 }
 
-// heldDroplet is the app's held droplet if it is what staging pkg again would give: staged
-// from that package, as a rebuild that the org's policy holds. Otherwise nil.
+// heldDroplet is the app's held droplet if it is what staging pkg again would give
+// (cf.HeldDropletFor).
 func heldDroplet(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, pkg *cfv1alpha1.CFPackage) (*cfv1alpha1.CFBuild, error) {
-	if app.Status.HeldDropletRef == nil {
-		return nil, nil
-	}
-	build := &cfv1alpha1.CFBuild{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Status.HeldDropletRef.Name}, build)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
+	held, err := cf.HeldDropletFor(ctx, c, app, pkg)
 	if err != nil {
 		return nil, fmt.Errorf("reading the held droplet %s: %w", app.Status.HeldDropletRef.Name, err)
 	}
-	if state, _ := buildState(build); state != stagedState || build.Spec.PackageRef.Name != pkg.Name {
-		return nil, nil
-	}
-	return build, nil
+	return held, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 // This suite runs no kpack: restage-org's staging is specified in e2e/runbook_test.go, where it
@@ -18,9 +19,9 @@ var _ = Describe("restage-org", func() {
 		org := unique("acme")
 		createOrg(ctx, org)
 		dev, prod := createSpace(ctx, org, "dev"), createSpace(ctx, org, "prod")
-		createApp(ctx, dev, "web")
-		uploaded(ctx, createApp(ctx, dev, "Worker"))
-		uploaded(ctx, createApp(ctx, prod, "api"))
+		cftest.CreateApp(ctx, k8s, dev, "web", cfv1alpha1.StoppedState)
+		uploaded(ctx, cftest.CreateApp(ctx, k8s, dev, "Worker", cfv1alpha1.StoppedState))
+		uploaded(ctx, cftest.CreateApp(ctx, k8s, prod, "api", cfv1alpha1.StoppedState))
 		cannotBuild := func(space string) string {
 			return fmt.Sprintf(`space %q of org %q cannot build: BuildReady is False (RegistryCredentialsMissing): `, space, org)
 		}

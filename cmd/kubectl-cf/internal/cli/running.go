@@ -9,10 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -74,7 +75,7 @@ The app keeps its droplet and its processes' scale; kubectl cf start runs them a
 			fmt.Fprintf(a.out, "App %q is STOPPED already.\n", a.app.Spec.DisplayName)
 			return nil
 		}
-		if err := patchApp(ctx, a.c, a.app, func(spec *cfv1alpha1.CFAppSpec) { spec.DesiredState = cfv1alpha1.StoppedState }); err != nil {
+		if err := setState(ctx, a.c, a.app, cfv1alpha1.StoppedState); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.out, "App %q is STOPPED: its instances stop.\n", a.app.Spec.DisplayName)
@@ -102,7 +103,7 @@ each process runs; kubectl cf app shows the instances as they are replaced.`,
 		if err != nil {
 			return err
 		}
-		if err := restartProcesses(ctx, a.c, processes, time.Now()); err != nil {
+		if err := cf.RestartRolling(ctx, a.c, processes, time.Now()); err != nil {
 			return err
 		}
 		if a.app.Spec.DesiredState == cfv1alpha1.StartedState {
@@ -118,27 +119,12 @@ each process runs; kubectl cf app shows the instances as they are replaced.`,
 // it runs the droplet of build.
 func (a *appContext) startAndWait(ctx context.Context, build *cfv1alpha1.CFBuild, timeout time.Duration, starting string) error {
 	if a.app.Spec.DesiredState != cfv1alpha1.StartedState {
-		if err := patchApp(ctx, a.c, a.app, func(spec *cfv1alpha1.CFAppSpec) { spec.DesiredState = cfv1alpha1.StartedState }); err != nil {
+		if err := setState(ctx, a.c, a.app, cfv1alpha1.StartedState); err != nil {
 			return err
 		}
 		fmt.Fprintln(a.out, starting)
 	}
 	return waitRunning(ctx, a.c, a.out, a.app, build, timeout, a.logsHint())
-}
-
-// restartProcesses asks cf-hnc to replace the instances of each process, by annotating it with
-// the time of the restart.
-func restartProcesses(ctx context.Context, c client.Client, processes []cfv1alpha1.CFProcess, now time.Time) error {
-	at := now.UTC().Format(time.RFC3339Nano)
-	for i := range processes {
-		p := &processes[i]
-		patch := client.MergeFrom(p.DeepCopy())
-		metav1.SetMetaDataAnnotation(&p.ObjectMeta, cfv1alpha1.RestartedAtAnnotation, at)
-		if err := c.Patch(ctx, p, patch); err != nil {
-			return fmt.Errorf("restarting the %s process: %w", p.Spec.ProcessType, rejected(err))
-		}
-	}
-	return nil
 }
 
 // processTypes names processes by type: "web and worker"; "no process" when there is none yet.
@@ -171,11 +157,11 @@ func dropletToRun(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp) (
 	return build, nil
 }
 
-// patchApp changes an app's spec as change does, writing only what changed.
-func patchApp(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, change func(*cfv1alpha1.CFAppSpec)) error {
-	patch := client.MergeFrom(app.DeepCopy())
-	change(&app.Spec)
-	if err := c.Patch(ctx, app, patch); err != nil {
+// setState sets an app started or stopped. kubectl cf does not mark the instances of a start as
+// the CF API does (cf.SetState): it starts what runs its current droplet, and restart replaces
+// the instances one at a time (cf.RestartRolling).
+func setState(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, state cfv1alpha1.DesiredState) error {
+	if err := cf.PatchApp(ctx, c, app, func(spec *cfv1alpha1.CFAppSpec) { spec.DesiredState = state }); err != nil {
 		return fmt.Errorf("updating app %q: %w", app.Spec.DisplayName, rejected(err))
 	}
 	return nil

@@ -10,12 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 // Running apps as far as this suite can: it has no node (no instance ever runs, and pods/log
@@ -29,7 +29,7 @@ var _ = Describe("running apps: scale, app, start, stop, restart and logs", func
 		org = unique("acme")
 		createOrg(ctx, org)
 		space = createSpace(ctx, org, "dev")
-		web = createApp(ctx, space, "Web")
+		web = cftest.CreateApp(ctx, k8s, space, "Web", cfv1alpha1.StoppedState)
 	})
 
 	// run runs the plugin on the app in the space "dev" of the org, and expects it to succeed.
@@ -72,7 +72,7 @@ var _ = Describe("running apps: scale, app, start, stop, restart and logs", func
 	)
 
 	It("lists each app's instances per process, and shows an app with its processes", func(ctx SpecContext) {
-		worker := createApp(ctx, space, "worker")
+		worker := cftest.CreateApp(ctx, k8s, space, "worker", cfv1alpha1.StoppedState)
 		run(ctx, "scale", "-i", "3", "-m", "512M")
 		_, err := kubectlCF(ctx, "scale", "worker", "-o", org, "-s", "dev", "-i", "0")
 		Expect(err).NotTo(HaveOccurred())
@@ -156,7 +156,7 @@ var _ = Describe("running apps: scale, app, start, stop, restart and logs", func
 		instancePod(ctx, space, web.Name, worker, "worker", "0")
 		instancePod(ctx, space, web.Name, worker, "worker", "1")
 		instancePod(ctx, space, web.Name, "", "", "")
-		other := createApp(ctx, space, "other")
+		other := cftest.CreateApp(ctx, k8s, space, "other", cfv1alpha1.StoppedState)
 		instancePod(ctx, space, other.Name, cfv1alpha1.ProcessName(other.Name, "web"), "web", "0")
 
 		Expect(run(ctx, "logs", "--recent")).To(Equal(`The 2 instances of app "Web" have written nothing yet.` + "\n"))
@@ -189,24 +189,12 @@ func desiredState(ctx SpecContext, app *cfv1alpha1.CFApp) cfv1alpha1.DesiredStat
 	return app.Spec.DesiredState
 }
 
-// stagedDroplet makes the app's current droplet a build that reads as staged: this suite runs
-// no kpack. The build waits for its package (never uploaded) until its status says it
-// succeeded; cf-hnc leaves a finished build alone.
+// stagedDroplet makes the app's current droplet a build that staged, as cf-hnc leaves it: this
+// suite runs no kpack.
 func stagedDroplet(ctx SpecContext, app *cfv1alpha1.CFApp) *cfv1alpha1.CFBuild {
 	GinkgoHelper()
-	build := createBuild(ctx, app, createPackage(ctx, app))
-	Eventually(func() string { return buildReason(ctx, build) }).Should(Equal(cfv1alpha1.WaitingReason))
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(build), build); err != nil {
-			return err
-		}
-		build.Status.Conditions = []metav1.Condition{{Type: cfv1alpha1.SucceededCondition, Status: metav1.ConditionTrue,
-			Reason: cfv1alpha1.BuildSucceededReason, Message: "staged", ObservedGeneration: build.Generation, LastTransitionTime: metav1.Now()}}
-		build.Status.Droplet = &cfv1alpha1.BuildDropletStatus{Stack: "cflinuxfs4",
-			Registry:     cfv1alpha1.Registry{Image: "registry.local/acme/" + app.Name + "@sha256:" + fmt.Sprintf("%064d", 1)},
-			ProcessTypes: []cfv1alpha1.ProcessType{{Type: "web", Command: "./app"}}}
-		return k8s.Status().Update(ctx, build)
-	})).To(Succeed())
+	build := &cfv1alpha1.CFBuild{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: cftest.StagedDroplet(ctx, k8s, app.Namespace, app.Name)}}
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(build), build)).To(Succeed())
 	mutate(ctx, app, func() { app.Spec.CurrentDropletRef.Name = build.Name })
 	return build
 }

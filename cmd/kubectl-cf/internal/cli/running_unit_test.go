@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/spf13/cobra"
@@ -39,7 +41,7 @@ func instance(index int32, state cfv1alpha1.InstanceState, reason string, restar
 
 var _ = Describe("the flags that scale a process", func() {
 	// parse parses args as push's flags (with the health check's) or scale's.
-	parse := func(withHealthChecks bool, args ...string) (processChange, error) {
+	parse := func(withHealthChecks bool, args ...string) (cf.ProcessChange, error) {
 		var f processFlags
 		cmd := &cobra.Command{}
 		f.addScaleFlags(cmd)
@@ -51,19 +53,19 @@ var _ = Describe("the flags that scale a process", func() {
 	}
 
 	DescribeTable("take the cf CLI's sizes and health checks",
-		func(args []string, want processChange) {
+		func(args []string, want cf.ProcessChange) {
 			change, err := parse(true, args...)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(change).To(Equal(want))
 		},
-		Entry("nothing", []string{}, processChange{}),
-		Entry("instances, 0 among them", []string{"-i", "0"}, processChange{instances: ptr.To[int32](0)}),
-		Entry("M", []string{"-m", "256M", "-k", "100m"}, processChange{memoryMB: ptr.To[int64](256), diskMB: ptr.To[int64](100)}),
-		Entry("MB and GB", []string{"-m", "512MB", "-k", "2gb"}, processChange{memoryMB: ptr.To[int64](512), diskMB: ptr.To[int64](2048)}),
-		Entry("G, the largest", []string{"--memory", "64G"}, processChange{memoryMB: ptr.To[int64](65536)}),
+		Entry("nothing", []string{}, cf.ProcessChange{}),
+		Entry("instances, 0 among them", []string{"-i", "0"}, cf.ProcessChange{Instances: ptr.To[int32](0)}),
+		Entry("M", []string{"-m", "256M", "-k", "100m"}, cf.ProcessChange{MemoryMB: ptr.To[int64](256), DiskMB: ptr.To[int64](100)}),
+		Entry("MB and GB", []string{"-m", "512MB", "-k", "2gb"}, cf.ProcessChange{MemoryMB: ptr.To[int64](512), DiskMB: ptr.To[int64](2048)}),
+		Entry("G, the largest", []string{"--memory", "64G"}, cf.ProcessChange{MemoryMB: ptr.To[int64](65536)}),
 		Entry("an http check", []string{"-u", "http", "--endpoint", "/health"},
-			processChange{healthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck), endpoint: ptr.To("/health")}),
-		Entry("a process check", []string{"--health-check-type", "process"}, processChange{healthCheck: ptr.To(cfv1alpha1.ProcessHealthCheck)}),
+			cf.ProcessChange{HealthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck), Endpoint: ptr.To("/health")}),
+		Entry("a process check", []string{"--health-check-type", "process"}, cf.ProcessChange{HealthCheck: ptr.To(cfv1alpha1.ProcessHealthCheck)}),
 	)
 
 	DescribeTable("refuse what the process could not have, naming the flag",
@@ -96,31 +98,31 @@ var _ = Describe("the flags that scale a process", func() {
 	})
 
 	DescribeTable("change a process's spec as they say, and only then say it changed",
-		func(change processChange, before cfv1alpha1.HealthCheck, changed bool, want cfv1alpha1.HealthCheck) {
+		func(change cf.ProcessChange, before cfv1alpha1.HealthCheck, changed bool, want cfv1alpha1.HealthCheck) {
 			spec := process("a", "web", 1, 0).Spec
 			spec.HealthCheck = before
-			Expect(change.apply(&spec)).To(Equal(changed))
+			Expect(change.Apply(&spec)).To(Equal(changed))
 			Expect(spec.HealthCheck).To(Equal(want))
 		},
-		Entry("nothing", processChange{}, cfv1alpha1.HealthCheck{Type: "port", TimeoutSeconds: 60}, false,
+		Entry("nothing", cf.ProcessChange{}, cfv1alpha1.HealthCheck{Type: "port", TimeoutSeconds: 60}, false,
 			cfv1alpha1.HealthCheck{Type: "port", TimeoutSeconds: 60}),
-		Entry("http without an endpoint: /", processChange{healthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck)},
+		Entry("http without an endpoint: /", cf.ProcessChange{HealthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck)},
 			cfv1alpha1.HealthCheck{Type: "port", TimeoutSeconds: 60}, true, cfv1alpha1.HealthCheck{Type: "http", Endpoint: "/", TimeoutSeconds: 60}),
-		Entry("http again keeps the endpoint", processChange{healthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck)},
+		Entry("http again keeps the endpoint", cf.ProcessChange{HealthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck)},
 			cfv1alpha1.HealthCheck{Type: "http", Endpoint: "/health", TimeoutSeconds: 60}, false,
 			cfv1alpha1.HealthCheck{Type: "http", Endpoint: "/health", TimeoutSeconds: 60}),
-		Entry("a new endpoint", processChange{healthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck), endpoint: ptr.To("/up")},
+		Entry("a new endpoint", cf.ProcessChange{HealthCheck: ptr.To(cfv1alpha1.HTTPHealthCheck), Endpoint: ptr.To("/up")},
 			cfv1alpha1.HealthCheck{Type: "http", Endpoint: "/health", TimeoutSeconds: 30}, true,
 			cfv1alpha1.HealthCheck{Type: "http", Endpoint: "/up", TimeoutSeconds: 30}),
-		Entry("port drops the endpoint", processChange{healthCheck: ptr.To(cfv1alpha1.PortHealthCheck)},
+		Entry("port drops the endpoint", cf.ProcessChange{HealthCheck: ptr.To(cfv1alpha1.PortHealthCheck)},
 			cfv1alpha1.HealthCheck{Type: "http", Endpoint: "/health", TimeoutSeconds: 60}, true,
 			cfv1alpha1.HealthCheck{Type: "port", TimeoutSeconds: 60}),
 	)
 
 	It("scale a process, reporting a change only when a value differs", func() {
 		spec := process("a", "web", 1, 0).Spec
-		Expect(processChange{instances: ptr.To[int32](1), memoryMB: ptr.To[int64](1024)}.apply(&spec)).To(BeFalse())
-		Expect(processChange{instances: ptr.To[int32](3), diskMB: ptr.To[int64](256)}.apply(&spec)).To(BeTrue())
+		Expect(cf.ProcessChange{Instances: ptr.To[int32](1), MemoryMB: ptr.To[int64](1024)}.Apply(&spec)).To(BeFalse())
+		Expect(cf.ProcessChange{Instances: ptr.To[int32](3), DiskMB: ptr.To[int64](256)}.Apply(&spec)).To(BeTrue())
 		Expect(describeScale(spec)).To(Equal("3 instances, 1G memory, 256M disk"))
 		spec.Instances, spec.MemoryMB = 1, 1536
 		Expect(describeScale(spec)).To(Equal("1 instance, 1536M memory, 256M disk"))
@@ -250,17 +252,17 @@ var _ = Describe("an app's logs", func() {
 	}
 
 	It("name each instance as the cf CLI does, by its process type and index", func() {
-		Expect(instanceSource(pod("web", "g-web-3", "apps.kubernetes.io/pod-index", "0"))).To(Equal("[APP/PROC/WEB/0]"))
-		Expect(instanceSource(pod("worker", "g-worker-12"))).To(Equal("[APP/PROC/WORKER/12]"), "the ordinal in the name, without the label")
+		Expect(cf.InstanceSource(pod("web", "g-web-3", "apps.kubernetes.io/pod-index", "0"))).To(Equal("[APP/PROC/WEB/0]"))
+		Expect(cf.InstanceSource(pod("worker", "g-worker-12"))).To(Equal("[APP/PROC/WORKER/12]"), "the ordinal in the name, without the label")
 	})
 
 	It("read the kubelet's timestamps and show each line with its time and instance", func() {
-		lines := parseLogLines([]byte("2026-12-03T12:00:01.123456789Z staticfile-server: serving . on 0.0.0.0:8080\n"+
+		lines := cf.ParseLogLines([]byte("2026-12-03T12:00:01.123456789Z staticfile-server: serving . on 0.0.0.0:8080\n"+
 			"2026-12-03T12:00:02Z GET / 200 20 1ms\nno time\n"), "[APP/PROC/WEB/0]")
 		Expect(lines).To(HaveLen(3))
-		Expect(lines[0].format(time.UTC)).To(Equal("2026-12-03T12:00:01.12+0000 [APP/PROC/WEB/0] staticfile-server: serving . on 0.0.0.0:8080"))
-		Expect(lines[1].format(time.FixedZone("CET", 3600))).To(Equal("2026-12-03T13:00:02.00+0100 [APP/PROC/WEB/0] GET / 200 20 1ms"))
-		Expect(lines[2].format(time.UTC)).To(Equal("2026-12-03T12:00:02.00+0000 [APP/PROC/WEB/0] no time"), "the time of the line before")
+		Expect(formatLine(lines[0], time.UTC)).To(Equal("2026-12-03T12:00:01.12+0000 [APP/PROC/WEB/0] staticfile-server: serving . on 0.0.0.0:8080"))
+		Expect(formatLine(lines[1], time.FixedZone("CET", 3600))).To(Equal("2026-12-03T13:00:02.00+0100 [APP/PROC/WEB/0] GET / 200 20 1ms"))
+		Expect(formatLine(lines[2], time.UTC)).To(Equal("2026-12-03T12:00:02.00+0000 [APP/PROC/WEB/0] no time"), "the time of the line before")
 	})
 
 	It("say when the instances wrote nothing", func() {

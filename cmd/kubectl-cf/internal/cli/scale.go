@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	"github.com/spf13/cobra"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -11,7 +13,7 @@ import (
 
 func newScaleCommand(s *session) *cobra.Command {
 	var flags processFlags
-	var change processChange
+	var change cf.ProcessChange
 	var processType string
 	cmd := appCommand(s, &cobra.Command{
 		Use:   "scale APP -o ORG -s SPACE [-i INSTANCES] [-m MEMORY] [-k DISK] [--process TYPE]",
@@ -38,11 +40,11 @@ kubectl cf app shows them. Bad input is refused before anything is changed.`,
 			return err
 		}
 		switch {
-		case change.empty():
+		case change.Empty():
 			fmt.Fprintf(a.out, "Process %s of app %q: %s\n", processType, a.app.Spec.DisplayName, describeScale(p.Spec))
 		case !changed:
 			fmt.Fprintf(a.out, "Process %s of app %q has %s already.\n", processType, a.app.Spec.DisplayName, describeScale(p.Spec))
-		case change.limitsChange() && a.app.Spec.DesiredState == cfv1alpha1.StartedState:
+		case change.LimitsChange() && a.app.Spec.DesiredState == cfv1alpha1.StartedState:
 			fmt.Fprintf(a.out, "Scaled process %s of app %q: %s. Its instances are replaced one at a time with the new limits.\n",
 				processType, a.app.Spec.DisplayName, describeScale(p.Spec))
 		default:

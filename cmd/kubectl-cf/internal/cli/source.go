@@ -9,13 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"code.cloudfoundry.org/cf-hnc/internal/sourceimage"
+	"code.cloudfoundry.org/cf-hnc/cf"
 )
-
-// packedTime is the modification time of every packed file.
-var packedTime = sourceimage.ModTime
 
 // packedSource is an app's directory packed as cf push uploads it: the files that .cfignore and
 // the cf CLI's default exclusions let through, as one tar layer in a temporary file.
@@ -24,7 +19,7 @@ type packedSource struct {
 	// tarFile holds the layer; remove it with cleanup.
 	tarFile string
 	// layer counts the regular files and symbolic links packed, and their size.
-	layer *sourceimage.Layer
+	layer *cf.SourceLayer
 	// ignored counts the files and directories left out.
 	ignored int
 }
@@ -64,7 +59,7 @@ func packSource(dir string) (p *packedSource, err error) {
 	if err != nil {
 		return p, err
 	}
-	p.layer = sourceimage.NewLayer(out)
+	p.layer = cf.NewSourceLayer(out)
 	if err := filepath.WalkDir(dir, func(file string, entry fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
@@ -162,9 +157,6 @@ func (p *packedSource) add(file, rel string, entry fs.DirEntry) error {
 	}
 	return nil
 }
-
-// image is the package image: one layer holding the app's files, as the CF API stores bits.
-func (p *packedSource) image() (v1.Image, error) { return sourceimage.Image(p.tarFile) }
 
 // cleanup removes the temporary layer.
 func (p *packedSource) cleanup() {

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,9 +24,9 @@ import (
 
 // The states of a build, as the CF API names them.
 const (
-	stagingState = "STAGING"
-	stagedState  = "STAGED"
-	failedState  = "FAILED"
+	stagingState = string(cfv1alpha1.BuildStaging)
+	stagedState  = string(cfv1alpha1.BuildStaged)
+	failedState  = string(cfv1alpha1.BuildFailed)
 )
 
 // progress is what a person is shown of a build or of an app starting: its state, the reason,
@@ -41,25 +40,13 @@ func (p progress) String() string {
 	return strings.TrimRight(fmt.Sprintf("%-8s %s: %s", p.state, p.reason, p.detail), ": ")
 }
 
-// buildState is a CFBuild's state as the CF API names it: STAGED or FAILED once Succeeded says
-// so, STAGING before (waiting, queued or building).
-func buildState(build *cfv1alpha1.CFBuild) (state string, succeeded *metav1.Condition) {
-	succeeded = meta.FindStatusCondition(build.Status.Conditions, cfv1alpha1.SucceededCondition)
-	switch {
-	case succeeded == nil || succeeded.ObservedGeneration != build.Generation:
-		return stagingState, succeeded
-	case succeeded.Status == metav1.ConditionTrue:
-		return stagedState, succeeded
-	case succeeded.Status == metav1.ConditionFalse:
-		return failedState, succeeded
-	}
-	return stagingState, succeeded
-}
-
 // progressOf describes a build: while kpack builds it, the step of its kpack Build (steps are
 // the build pod's step names, when known), else cf-hnc's reason and message.
 func progressOf(build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build, steps []string) progress {
-	state, succeeded := buildState(build)
+	buildState, _ := build.State()
+	state := string(buildState)
+	// The condition as it is, also one of an earlier generation: it says how the build goes.
+	succeeded := meta.FindStatusCondition(build.Status.Conditions, cfv1alpha1.SucceededCondition)
 	p := progress{state: state, finished: state != stagingState}
 	switch {
 	case succeeded == nil:
@@ -161,7 +148,7 @@ func podSteps(ctx context.Context, c client.Client, kb *kpackv1alpha2.Build) ([]
 // printFailure shows why a build failed: its reason and message, and each step of its kpack
 // Build with its logs, or, where the cluster serves none (no kubelet), how each step ended.
 func (f *follower) printFailure(ctx context.Context, build *cfv1alpha1.CFBuild, kb *kpackv1alpha2.Build) {
-	_, succeeded := buildState(build)
+	_, succeeded := build.State()
 	fmt.Fprintf(f.out, "Staging failed: %s: %s\n", succeeded.Reason, succeeded.Message)
 	if kb == nil {
 		return

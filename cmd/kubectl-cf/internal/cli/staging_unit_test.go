@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
@@ -106,16 +108,21 @@ var _ = Describe("listing apps and builds", func() {
 		buildpack.CreationTimestamp = metav1.NewTime(now.Add(-30 * time.Second))
 		buildpack.Labels = map[string]string{cfv1alpha1.RebuildOfLabel: "first", cfv1alpha1.KpackBuildNumberLabel: "3"}
 		buildpack.Annotations = map[string]string{cfv1alpha1.RebuildReasonAnnotation: "BUILDPACK"}
+		buildpack.Status.Droplet = &cfv1alpha1.BuildDropletStatus{Registry: cfv1alpha1.Registry{Image: "r/a@sha256:aaaabbbbccccdddd"}}
+		// Succeeded, but cf-hnc has not recorded the droplet: not staged yet (CFBuild.State).
+		unrecorded := cfBuild("a-build-4", staged)
+		unrecorded.CreationTimestamp = metav1.NewTime(now.Add(-10 * time.Second))
 		failed := cfBuild("later", condition(cfv1alpha1.SucceededCondition, metav1.ConditionFalse, "BuildFailed", ""))
 		failed.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Second))
 		app := &cfv1alpha1.CFApp{Spec: cfv1alpha1.CFAppSpec{CurrentDropletRef: corev1.LocalObjectReference{Name: "a-build-2"}},
 			Status: cfv1alpha1.CFAppStatus{HeldDropletRef: &corev1.LocalObjectReference{Name: "a-build-3"}}}
 
-		Expect(buildRows([]cfv1alpha1.CFBuild{first, stack, buildpack, failed}, app, now)).To(Equal([][]string{
+		Expect(buildRows([]cfv1alpha1.CFBuild{first, stack, buildpack, unrecorded, failed}, app, now)).To(Equal([][]string{
 			{"BUILD", "AGE", "STATE", "REASON", "REBUILD OF", "REBUILD REASON", "DROPLET", "RUNS"},
 			{"first", "10m", "STAGED", "BuildSucceeded", "-", "-", "sha256:0123456789ab", ""},
 			{"a-build-2", "5m", "STAGED", "BuildSucceeded", "first", "STACK", "sha256:fedcba987654", "current"},
-			{"a-build-3", "30s", "STAGED", "BuildSucceeded", "first", "BUILDPACK", "-", "held"},
+			{"a-build-3", "30s", "STAGED", "BuildSucceeded", "first", "BUILDPACK", "sha256:aaaabbbbcccc", "held"},
+			{"a-build-4", "10s", "STAGING", "BuildSucceeded", "-", "-", "-", ""},
 			{"later", "2s", "FAILED", "BuildFailed", "-", "-", "-", ""},
 		}))
 	})
@@ -217,7 +224,7 @@ func packedEntries(file string) []string {
 			return entries
 		}
 		Expect(err).NotTo(HaveOccurred())
-		Expect(hdr.ModTime.Equal(packedTime)).To(BeTrue())
+		Expect(hdr.ModTime.Equal(cf.SourceModTime)).To(BeTrue())
 		if hdr.Typeflag == tar.TypeSymlink {
 			entries = append(entries, hdr.Name+" -> "+hdr.Linkname)
 			continue
@@ -228,7 +235,7 @@ func packedEntries(file string) []string {
 
 func digestOf(p *packedSource) string {
 	GinkgoHelper()
-	img, err := p.image()
+	img, err := cf.SourceImage(p.tarFile)
 	Expect(err).NotTo(HaveOccurred())
 	digest, err := img.Digest()
 	Expect(err).NotTo(HaveOccurred())

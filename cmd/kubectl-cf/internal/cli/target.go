@@ -6,11 +6,10 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 )
 
 // target is the space an app command works in, with its org's name.
@@ -53,11 +52,11 @@ func (f *targetFlags) resolve(ctx context.Context, s *session, c client.Client) 
 		return target{}, err
 	}
 	if f.org != "" {
-		org, err := s.findOrg(ctx, c, f.org)
+		org, err := cf.FindOrg(ctx, c, s.root, f.org)
 		if err != nil {
 			return target{}, err
 		}
-		space, err := findSpace(ctx, c, org, f.space)
+		space, err := cf.FindSpace(ctx, c, org, f.space)
 		if err != nil {
 			return target{}, err
 		}
@@ -85,34 +84,11 @@ func (f *targetFlags) check() error {
 	return nil
 }
 
-// spaceOfNamespace finds the space whose namespace is namespace, from the labels cf-hnc puts on
-// space namespaces, and its org's name from the org's namespace. The CF roles let their members
-// read these: a space role the space's namespace, an org role (which every member of a space
-// holds, as in Cloud Foundry) the org's namespace and the CFSpace in it. The CFOrg itself, in the
-// root namespace, is never read: no CF role may be bound there.
+// spaceOfNamespace finds the space whose namespace is namespace (cf.SpaceOfNamespace).
 func (s *session) spaceOfNamespace(ctx context.Context, c client.Client, namespace string) (target, error) {
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		if apierrors.IsForbidden(err) {
-			return target{}, fmt.Errorf("namespace %q: you have no CF role in it (a space role in the space, or an org role in its org): %w", namespace, err)
-		}
-		return target{}, fmt.Errorf("namespace %q: %w", namespace, err)
+	space, orgName, err := cf.SpaceOfNamespace(ctx, c, namespace)
+	if err != nil {
+		return target{}, err
 	}
-	orgGUID, spaceGUID := ns.Labels[cfv1alpha1.OrgGUIDLabel], ns.Labels[cfv1alpha1.SpaceGUIDLabel]
-	if spaceGUID != namespace || orgGUID == "" {
-		return target{}, fmt.Errorf("namespace %q is not a space's: name the space with --org ORG --space SPACE", namespace)
-	}
-	space := &cfv1alpha1.CFSpace{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: orgGUID, Name: spaceGUID}, space); err != nil {
-		if apierrors.IsForbidden(err) {
-			return target{}, fmt.Errorf("the space of namespace %q: reading it takes a role in its org, which every member of a space "+
-				"holds in Cloud Foundry: ask an org manager to bind cf-org-user to you in namespace %s: %w", namespace, orgGUID, err)
-		}
-		return target{}, fmt.Errorf("the space of namespace %q: %w", namespace, err)
-	}
-	orgNamespace := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: orgGUID}, orgNamespace); err != nil {
-		return target{}, fmt.Errorf("the org of namespace %q: %w", namespace, err)
-	}
-	return target{orgName: orgNamespace.Annotations[cfv1alpha1.OrgNameAnnotation], space: space}, nil
+	return target{orgName: orgName, space: space}, nil
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"time"
 
+	"code.cloudfoundry.org/cf-hnc/cf"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +65,7 @@ var _ = Describe("finding an org or a space", func() {
 
 	DescribeTable("by GUID, else by display name ignoring case, the oldest live one winning",
 		func(key string, want string) {
-			found := lookup([]cfv1alpha1.CFOrg{newer, *deleting(&leaving), older}, key)
+			found := cf.Lookup([]cfv1alpha1.CFOrg{newer, *deleting(&leaving), older}, key)
 			if want == "" {
 				Expect(found).To(BeNil())
 				return

@@ -8,12 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/cf"
 )
 
 // pollInterval is how often a waiting command looks at the cluster again.
@@ -30,28 +27,20 @@ func (o *waitOptions) addFlags(cmd *cobra.Command, what string) {
 	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Minute, "How long to wait.")
 }
 
-// waitReady polls obj until its Ready condition is True. It fails at once when Ready is False
-// for a reason that needs an operator, and after the timeout, with the last Ready condition.
-// conditions returns obj's conditions as last read.
-func waitReady(ctx context.Context, c client.Client, obj client.Object, conditions func() []metav1.Condition, timeout time.Duration) error {
-	var ready *metav1.Condition
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return false, fmt.Errorf("reading its status: %w", err)
-		}
-		ready = meta.FindStatusCondition(conditions(), cfv1alpha1.ReadyCondition)
-		switch {
-		case ready == nil:
-			return false, nil
-		case ready.Status == metav1.ConditionTrue:
-			return true, nil
-		case cfv1alpha1.NeedsOperator(ready.Reason):
-			return false, fmt.Errorf("needs an operator: %s", describe(ready))
-		}
-		return false, nil
-	})
-	if wait.Interrupted(err) && ctx.Err() == nil {
-		return fmt.Errorf("not ready after %s: %s", timeout, describe(ready))
+// waitReady waits until obj, an org or a space, is Ready (cf.AwaitReady). It fails at once when
+// Ready is False for a reason that needs an operator, and after the timeout, with the last Ready
+// condition.
+func waitReady(ctx context.Context, c client.Client, obj cf.Conditioned, timeout time.Duration) error {
+	err := cf.AwaitReady(ctx, c, obj, cf.Wait{Interval: pollInterval, Timeout: timeout})
+	var needsOperator *cf.NeedsOperatorError
+	var notReady *cf.NotReadyError
+	switch {
+	case errors.As(err, &needsOperator):
+		return fmt.Errorf("needs an operator: %s", describe(needsOperator.Ready))
+	case errors.As(err, &notReady):
+		return fmt.Errorf("not ready after %s: %s", timeout, describe(notReady.Ready))
+	case err != nil && ctx.Err() == nil:
+		return fmt.Errorf("reading its status: %w", err)
 	}
 	return err
 }
