@@ -42,7 +42,8 @@ var _ = Describe("Faults", Label("faults"), func() {
 	}
 
 	It("makes every space of a burst, and lets each build, after HNC was down in the middle of it; pods and CF apps are written in a space meanwhile", func(ctx SpecContext) {
-		const spaces = 200
+		// As many as the default org quota allows (config/quotas).
+		const spaces = 20
 		existing := createSpace(ctx, createOrg(ctx, "hnc-down-"+string(uuid.NewUUID())[:8]), "dev")
 		org := createOrg(ctx, "burst-"+string(uuid.NewUUID())[:8])
 		placeOrgRegistry(ctx, org)

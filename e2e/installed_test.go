@@ -202,7 +202,11 @@ var _ = Describe("Upgrading and uninstalling cf-hnc over a running foundation", 
 		before := managerPods(ctx)
 		missing := strings.SplitN(serving, "@", 2)[0] + "@sha256:" + strings.Repeat("0", 64)
 		Expect(cp.ApplyCFHNC(ctx, missing)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(cp.DeployImage(ctx, serving)).To(Succeed()) })
+		DeferCleanup(func(ctx SpecContext) {
+			if cp.Healthy() != nil {
+				Expect(cp.DeployImage(ctx, serving)).To(Succeed())
+			}
+		})
 
 		var stuck corev1.Pod
 		Eventually(func(g Gomega) {
@@ -225,6 +229,10 @@ var _ = Describe("Upgrading and uninstalling cf-hnc over a running foundation", 
 		Expect(cp.Healthy()).To(MatchError(And(ContainSubstring("cf-hnc-manager"), ContainSubstring(stuck.Name),
 			MatchRegexp("ErrImagePull|ImagePullBackOff"))), "the harness names the component and why")
 		createOrg(ctx, "while-stuck-"+string(uuid.NewUUID())[:8]) // the webhooks and the leader still work
+
+		By("rolling back to the image that serves")
+		Expect(cp.DeployImage(ctx, serving)).To(Succeed())
+		Expect(cp.Healthy()).To(Succeed())
 	})
 
 	It("uninstalls the manager keeping every org, space and running app, and takes them up again when installed again", func(ctx SpecContext) {
