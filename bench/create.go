@@ -302,7 +302,11 @@ func (b *bench) bulkTimeout() time.Duration {
 // cfhnc creates the orgs with their registry once, as an operator would, then every space in
 // bulk until each is BuildReady, then quiet spaces one at a time.
 func (b *bench) cfhnc(ctx context.Context, r *Results) error {
-	memoryNoSpaces, err := memory(b.cp.ManagerPID())
+	pid, err := b.cp.ManagerPID(ctx)
+	if err != nil {
+		return err
+	}
+	memoryNoSpaces, err := memory(pid)
 	if err != nil {
 		return err
 	}

@@ -11,13 +11,17 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/metrics"
 )
 
-// hncBusy reads the HNC manager's metrics (plain HTTP on loopback) and says whether any of its
+// hncBusy reads the HNC manager's metrics (plain HTTP, at its pod) and says whether any of its
 // controllers has work queued or in hand: controller-runtime's workqueue_depth, and
 // workqueue_unfinished_work_seconds for items being reconciled.
 func (b *bench) hncBusy(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	families, err := metrics.ScrapeURL(ctx, http.DefaultClient, "http://"+b.cp.HNCMetrics()+"/metrics", nil)
+	address, err := b.cp.HNCMetrics(ctx)
+	if err != nil {
+		return false, err
+	}
+	families, err := metrics.ScrapeURL(ctx, http.DefaultClient, "http://"+address+"/metrics", nil)
 	if err != nil {
 		return false, err
 	}

@@ -41,7 +41,6 @@ type config struct {
 	timeout      time.Duration
 	out, doc     string
 	from         string
-	manager      string
 }
 
 func main() {
@@ -56,7 +55,6 @@ func main() {
 	flag.StringVar(&cfg.out, "out", ".local/bench", "Directory for the JSON and the log (and the PNG when there is no report).")
 	flag.StringVar(&cfg.doc, "doc", "docs/benchmarks.md", "Where to write the report, with its PNG beside it; empty for none.")
 	flag.StringVar(&cfg.from, "from", "", "Run nothing: write the report and the PNG again from this results.json of an earlier run.")
-	flag.StringVar(&cfg.manager, "manager", "bin/cf-hnc", "The cf-hnc manager binary (make build).")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,10 +74,6 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config, command string) error {
-	manager, err := filepath.Abs(cfg.manager)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 		return err
 	}
@@ -99,7 +93,7 @@ func run(ctx context.Context, cfg config, command string) error {
 		Kpack:             true,
 		Node:              true,
 		DefaultBuilder:    true,
-		Manager:           manager,
+		CFHNC:             true,
 	})
 	if err != nil {
 		return err

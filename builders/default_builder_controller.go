@@ -79,10 +79,11 @@ func (r *DefaultBuilderReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		log.FromContext(ctx).Info("deleting the ClusterBuilder of a default Builder that is gone", "clusterBuilder", current.Name)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, current, client.Preconditions{UID: &current.UID}))
 	}
-	// kpack fails a ClusterBuilder whose ServiceAccount is missing and backs off for ever longer:
-	// make it only once the ServiceAccount is there.
+	// kpack fails a ClusterBuilder whose ServiceAccount is missing or names no credentials yet
+	// (cf-hnc fills an org's a moment after it is placed), and backs off for ever longer: make
+	// it only once the ServiceAccount names its credentials.
 	serviceAccount := r.serviceAccountOf(placed)
-	if ready, err := r.serviceAccountExists(ctx, serviceAccount); err != nil || !ready {
+	if ready, err := r.serviceAccountReady(ctx, serviceAccount); err != nil || !ready {
 		return ctrl.Result{RequeueAfter: serviceAccountRecheck}, err
 	}
 	_, err = apply.Object(ctx, r.client, current, desiredClusterBuilder(placed, serviceAccount), fieldOwner)
@@ -120,15 +121,22 @@ func (r *DefaultBuilderReconciler) serviceAccountOf(placed *kpackv1alpha2.Builde
 	return corev1.ObjectReference{Namespace: namespace, Name: placed.Spec.ServiceAccount()}
 }
 
-func (r *DefaultBuilderReconciler) serviceAccountExists(ctx context.Context, ref corev1.ObjectReference) (bool, error) {
-	sa := &metav1.PartialObjectMetadata{}
-	sa.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+// serviceAccountReady says whether the ServiceAccount exists and names a Secret, which kpack
+// takes the push credentials from.
+func (r *DefaultBuilderReconciler) serviceAccountReady(ctx context.Context, ref corev1.ObjectReference) (bool, error) {
+	sa := &corev1.ServiceAccount{}
 	err := r.uncached.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, sa)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		log.FromContext(ctx).Info("waiting for the ServiceAccount of a default Builder", "serviceAccount", ref.Namespace+"/"+ref.Name)
 		return false, nil
+	case err != nil:
+		return false, err
+	case len(sa.Secrets) == 0:
+		log.FromContext(ctx).Info("waiting for the ServiceAccount of a default Builder to name its credentials", "serviceAccount", ref.Namespace+"/"+ref.Name)
+		return false, nil
 	}
-	return err == nil, err
+	return true, nil
 }
 
 // desiredClusterBuilder is the ClusterBuilder of a placed Builder: its spec, pushed with the

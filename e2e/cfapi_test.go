@@ -4,16 +4,19 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,9 +29,9 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 )
 
-// The CF API as config/cf-api deploys it: the cf-api binary, whose own reads have only the
-// rights of its ServiceAccount (the harness impersonates it, so a read its ClusterRole lacks
-// fails here), in front of the whole system. The specs send the requests of the real cf CLI
+// The CF API as config/cf-api deploys it: its pods, whose own reads have only the rights of its
+// ServiceAccount, in front of the whole system, reached over HTTPS with the certificate of its
+// Secret. The specs send the requests of the real cf CLI
 // v8.18.4 for each command, in its order and with its bodies (from the CLI's source:
 // ../shared/CF-API.md §2), as users who hold a ServiceAccount token and CF roles, nothing more.
 var _ = Describe("The CF API, driven as the cf CLI drives it", Ordered, func() {
@@ -213,19 +216,21 @@ var _ = Describe("The CF API, driven as the cf CLI drives it", Ordered, func() {
 	})
 })
 
-// cfAPI is the URL of the CF API of the local control plane: the one the suite started, or
-// else one this spec starts from a fresh build of cmd/cf-api, until its container ends.
-func cfAPI(ctx SpecContext) string {
+// cfAPI is the URL of the CF API of the local control plane: its pods, forwarded to loopback.
+func cfAPI(SpecContext) string {
 	GinkgoHelper()
-	if url := cp.CFAPIURL(); url != "" {
-		return url
-	}
-	binary, err := gexec.Build("code.cloudfoundry.org/cf-hnc/cmd/cf-api")
-	Expect(err).NotTo(HaveOccurred())
-	Expect(cp.StartCFAPI(ctx, binary, "")).To(Succeed())
-	DeferCleanup(cp.StopCFAPI)
+	Expect(cp.CFAPIURL()).NotTo(BeEmpty(), "the control plane forwards the CF API")
 	return cp.CFAPIURL()
 }
+
+// cfAPIClient trusts the CA of the CF API's certificate, as the cf CLI does with SSL_CERT_FILE.
+var cfAPIClient = sync.OnceValue(func() *http.Client {
+	pem, err := os.ReadFile(cp.CFAPICA())
+	Expect(err).NotTo(HaveOccurred())
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM(pem)).To(BeTrue())
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+})
 
 // cfAPIUser is a user of the CF API with a ServiceAccount token of its own, as the cf CLI sends
 // it for a kubeconfig user with a token.
@@ -284,7 +289,7 @@ func (u cfAPIUser) send(ctx context.Context, method, target, contentType string,
 	if u.authorization != "" {
 		req.Header.Set("Authorization", u.authorization)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := cfAPIClient().Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

@@ -6,10 +6,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -126,38 +124,41 @@ var _ = Describe("cf-hnc as deployed", Label(clusterLabel), func() {
 })
 
 var _ = Describe("The deployed manager on the local control plane", Label(localLabel), func() {
-	It("runs with the applied Deployment's args, changing only those that must differ out of cluster", func(ctx SpecContext) {
+	It("runs in each of its pods the image and the args of the applied Deployment", func(ctx SpecContext) {
 		deployment := &appsv1.Deployment{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: install.ManagerDeployment}, deployment)).To(Succeed())
-		var deployed []string
+		var container corev1.Container
 		for _, c := range deployment.Spec.Template.Spec.Containers {
 			if c.Name == install.ManagerContainer {
-				deployed = c.Args
+				container = c
 			}
 		}
-		Expect(deployed).To(Equal(cp.DeployedArgs()), "the args come from what was applied")
+		Expect(container.Image).To(Equal(cp.DeployedImage()), "the image built from this tree, by digest")
+		Expect(container.Args).To(ContainElement("--leader-election-identity=$(POD_NAME)"), "a pod holds the lease under its own name")
+		Expect(container.Args).To(ContainElements("--leader-elect=true", "--cert-rotation=true", "--enable-webhooks=true"))
 
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cp.ManagerPID()))
-		Expect(err).NotTo(HaveOccurred())
-		running := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")[1:]
-		Expect(running).To(Equal(cp.ManagerArgs()))
-		differ := map[string]string{}
-		for _, arg := range running {
-			name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-			if !slices.Contains(deployed, arg) {
-				differ[name] = value
-			}
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(install.Namespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))).To(Succeed())
+		Expect(pods.Items).To(HaveLen(int(*deployment.Spec.Replicas)))
+		for _, pod := range pods.Items {
+			Expect(pod.Status.ContainerStatuses).To(ContainElement(And(HaveField("Name", install.ManagerContainer),
+				HaveField("ImageID", HaveSuffix(strings.SplitN(cp.DeployedImage(), "@", 2)[1])))), "pod %s pulled it", pod.Name)
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", containerPID(&pod, install.ManagerContainer)))
+			Expect(err).NotTo(HaveOccurred())
+			running := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+			expanded := strings.ReplaceAll(strings.Join(container.Args, "\x00"), "$(POD_NAME)", pod.Name)
+			Expect(running).To(Equal(append([]string{"/ko-app/cf-hnc"}, strings.Split(expanded, "\x00")...)),
+				"pod %s runs the image's command with the Deployment's args, nothing changed", pod.Name)
 		}
-		Expect(differ).To(HaveKeyWithValue("webhook-host", "127.0.0.1"))
-		Expect(slices.Sorted(maps.Keys(differ))).To(Equal([]string{"cert-extra-dns-names", "health-probe-bind-address", "kubeconfig",
-			"leader-election-identity", "metrics-bind-address", "webhook-cert-dir", "webhook-host", "webhook-port"}))
-		Expect(deployed).To(ContainElement("--leader-election-identity=$(POD_NAME)"), "a pod holds the lease under its own name")
-		Expect(running).To(ContainElements("--leader-elect=true", "--cert-rotation=true", "--enable-webhooks=true"))
 	})
 
 	It("acts as the deployed ServiceAccount, so that its RBAC and the manager policy apply to it", func(ctx SpecContext) {
-		cfg, err := clientcmd.BuildConfigFromFlags("", cp.ManagerKubeconfig())
+		pid, err := cp.ManagerPID(ctx)
 		Expect(err).NotTo(HaveOccurred())
+		token, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/var/run/secrets/kubernetes.io/serviceaccount/token", pid))
+		Expect(err).NotTo(HaveOccurred(), "the token the kubelet mounted into the leader's pod")
+		cfg := rest.AnonymousClientConfig(cp.Config)
+		cfg.BearerToken = string(token)
 		asManager, err := client.New(cfg, client.Options{Scheme: cfscheme.New()})
 		Expect(err).NotTo(HaveOccurred())
 		review := &authenticationv1.SelfSubjectReview{}
@@ -181,7 +182,11 @@ var _ = Describe("The deployed manager on the local control plane", Label(localL
 		Expect(k8s.Create(ctx, sa)).To(Succeed())
 		scrape := func(token string) func() (int, error) {
 			return func() (int, error) {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+cp.ManagerMetrics()+"/metrics", nil)
+				metrics, err := cp.ManagerMetrics(ctx)
+				if err != nil {
+					return 0, err
+				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metrics+"/metrics", nil)
 				if err != nil {
 					return 0, err
 				}
@@ -241,4 +246,12 @@ func condition(ctx SpecContext, obj interface {
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		return meta.FindStatusCondition(obj.GetConditions(), cfv1alpha1.ReadyCondition)
 	}
+}
+
+// containerPID is the process of a container of a pod of the node, on this machine.
+func containerPID(pod *corev1.Pod, container string) int {
+	GinkgoHelper()
+	pids, err := cp.ContainerPIDs(pod, container)
+	Expect(err).NotTo(HaveOccurred())
+	return pids[0]
 }

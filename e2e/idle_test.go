@@ -33,7 +33,11 @@ var _ = Describe("A quiet foundation", Serial, func() {
 
 		token := metricsToken(ctx)
 		writes := func() (map[string]float64, error) {
-			families, err := metrics.Scrape(ctx, cp.ManagerMetrics(), token)
+			address, err := cp.ManagerMetrics(ctx)
+			if err != nil {
+				return nil, err
+			}
+			families, err := metrics.Scrape(ctx, address, token)
 			if err != nil {
 				return nil, err
 			}

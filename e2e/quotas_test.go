@@ -110,18 +110,20 @@ var _ = Describe("Quotas placed once in an org", Ordered, ContinueOnFailure, Lab
 	)
 
 	It("keep HNC and cf-hnc serving the other orgs while a tenant floods its space (H1)", func(ctx SpecContext) {
-		blob := make([]byte, 900*1024)
+		blob := func(size int) *corev1.Secret {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: newSpace, Name: "blob-" + string(uuid.NewUUID())[:8]},
+				Data: map[string][]byte{"blob": make([]byte, size)}}
+		}
+		Expect(dev.Create(ctx, blob(900*1024))).To(MatchError(ContainSubstring("at most 16 KiB")), "no Secret of almost 1 MiB reaches HNC's cache")
 		refused := 0
 		for i := 0; i < 20; i++ {
-			err := dev.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: newSpace, Name: "blob-" + string(uuid.NewUUID())[:8]},
-				Data: map[string][]byte{"blob": blob}})
-			if err != nil {
+			if err := dev.Create(ctx, blob(16*1024-len("blob"))); err != nil {
 				Expect(err).To(MatchError(ContainSubstring("exceeded quota: " + spaceQuota)))
 				refused++
 			}
 		}
 		Expect(refused).To(BeNumerically(">=", 20-int(spaceLimit(ctx, newSpace, "count/secrets"))),
-			"no more Secrets of almost 1 MiB than the space's count reach HNC's cache")
+			"no more Secrets of the largest size than the space's count reach HNC's cache")
 		By("another org gets a space that can build, as HNC and cf-hnc go on serving it")
 		_, other := buildingSpace(ctx, "quota-neighbour")
 		Expect(other).NotTo(BeEmpty())

@@ -3,7 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"net/url"
+	"net"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -11,6 +11,7 @@ import (
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -53,7 +54,7 @@ var _ = Describe("The local control plane", Label(clusterLabel), func() {
 			Should(WithTransform(apierrors.IsNotFound, BeTrue()))
 	})
 
-	It("has the apiserver call every admission webhook on loopback, nowhere else", Label(localLabel), func(ctx SpecContext) {
+	It("has the apiserver call every admission webhook through its Service, at pods of the node's own network", Label(localLabel), func(ctx SpecContext) {
 		var configs []admissionv1.WebhookClientConfig
 		validating := &admissionv1.ValidatingWebhookConfigurationList{}
 		Expect(k8s.List(ctx, validating)).To(Succeed())
@@ -71,11 +72,21 @@ var _ = Describe("The local control plane", Label(clusterLabel), func() {
 		}
 		Expect(configs).NotTo(BeEmpty())
 		for _, config := range configs {
-			Expect(config.Service).To(BeNil(), "a Service reference would be resolved off loopback: %+v", config.Service)
-			Expect(config.URL).NotTo(BeNil())
-			u, err := url.Parse(*config.URL)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(u.Hostname()).To(BeElementOf("127.0.0.1", "localhost"), *config.URL)
+			Expect(config.URL).To(BeNil(), "as the manifests say: no URL")
+			Expect(config.Service).NotTo(BeNil())
+			slices := &discoveryv1.EndpointSliceList{}
+			Expect(k8s.List(ctx, slices, client.InNamespace(config.Service.Namespace),
+				client.MatchingLabels{discoveryv1.LabelServiceName: config.Service.Name})).To(Succeed())
+			var addresses []string
+			for _, s := range slices.Items {
+				for _, e := range s.Endpoints {
+					addresses = append(addresses, e.Addresses...)
+				}
+			}
+			Expect(addresses).NotTo(BeEmpty(), "Service %s/%s has endpoints", config.Service.Namespace, config.Service.Name)
+			for _, a := range addresses {
+				Expect(cp.PodNetwork().Contains(net.ParseIP(a))).To(BeTrue(), "%s is on the node's pod network %s", a, cp.PodNetwork())
+			}
 		}
 	})
 

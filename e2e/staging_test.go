@@ -171,12 +171,8 @@ var _ = Describe("Upgrades", func() {
 	It("loses nothing and makes no duplicate droplet when the manager restarts in the middle of an upgrade", func(ctx SpecContext) {
 		app := deployedApp(ctx, org, space)
 		droplet := app.Spec.CurrentDropletRef.Name
-		cp.StopManager()
-		DeferCleanup(func(ctx SpecContext) {
-			if cp.Healthy() != nil {
-				Expect(cp.StartManager(ctx)).To(Succeed())
-			}
-		})
+		Expect(cp.StopManager(ctx)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(cp.StartManager(ctx)).To(Succeed()) })
 		_, err := cp.UpgradeRunImage(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		var rebuild kpackv1alpha2.Build

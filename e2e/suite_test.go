@@ -1,7 +1,8 @@
-// Package e2e runs cf-hnc end to end. By default on the local control plane: kube-apiserver,
-// etcd, kube-controller-manager, the HNC manager, the kpack controller with an in-memory
-// registry, and the cf-hnc manager as a process deployed from config/default, as `make run`
-// starts them. Every spec runs there (`make test`).
+// Package e2e runs cf-hnc end to end. By default on the local control plane as `make run`
+// starts it: kube-apiserver, etcd, kube-controller-manager, an in-memory registry and a node,
+// on which HNC, kpack and cf-hnc (its manager and CF API, from an image built from this tree)
+// run as pods, installed from their manifests as an operator installs them. Every spec runs
+// there (`make test`).
 //
 // With CF_HNC_E2E_KUBECONFIG (`make e2e-cluster`) it runs against that cluster instead, which
 // must run HNC, kpack and cf-hnc (`make deploy`, or `make kind-up`). Only the specs labelled
@@ -20,7 +21,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,10 +78,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		k8s = clusterClient(ctx, external)
 		return
 	}
-	manager, err := gexec.Build("code.cloudfoundry.org/cf-hnc")
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(gexec.CleanupBuildArtifacts)
-
+	var err error
 	cp, err = controlplane.Start(ctx, controlplane.Options{
 		WorkDir:           ".local/e2e",
 		ControllerManager: true,
@@ -89,12 +86,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Kpack:             true,
 		Node:              true,
 		DefaultBuilder:    true,
-		Manager:           manager,
+		CFHNC:             true,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Stop)
 	k8s = cp.Client
-}, NodeTimeout(5*time.Minute))
+}, NodeTimeout(10*time.Minute))
 
 // clusterClient connects to an external cluster and checks that cf-hnc runs there.
 func clusterClient(ctx context.Context, kubeconfig string) client.Client {

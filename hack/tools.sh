@@ -34,7 +34,6 @@ tools=(
   "kube-controller-manager|$kube_version|kube|k8s.io/kubernetes/cmd/kube-controller-manager|$kube_ldflags||5"
   "hnc-manager|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/manager||hnc|5"
   "kubectl-hns|v1.1.0|hnc|sigs.k8s.io/hierarchical-namespaces/cmd/kubectl|||1"
-  "kpack-controller|$kpack_version|kpack|github.com/pivotal/kpack/cmd/controller||kpack|20"
   "controller-gen|v0.23.0|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|||1"
   # `make lint`, which `make test` runs first: the checks of .golangci.yml.
   "golangci-lint|v2.15.0|golangci-lint|github.com/golangci/golangci-lint/v2/cmd/golangci-lint|-X main.version=2.15.0||5"
@@ -62,8 +61,11 @@ declare -A static_tools=([cnb-lifecycle]=1 [cnb-launcher]=1)
 images=(
   # The lifecycle image a ClusterLifecycle names, made of cnb-lifecycle and cnb-launcher.
   "lifecycle-image|$lifecycle_version|lifecycle|./lifecycle-image|1"
-  # build-init, build-waiter, completion and rebase: the images kpack's pods run, built by ko.
-  "kpack-images|$kpack_version|ko,kpack|./kpack-images|5"
+  # kpack's controller and webhook, and build-init, build-waiter, completion and rebase (the
+  # images kpack's pods run), built by ko.
+  "kpack-images|$kpack_version|ko,kpack|./kpack-images|15"
+  # The HNC manager as cf-hnc supports it (ADR 1), built by ko: the local node runs it as a pod.
+  "hnc-image|v1.1.0|ko,hnc|./hnc-image|5"
 )
 
 # What each image's program reads besides its wrapper (it writes to --oci-layout).
@@ -71,6 +73,7 @@ image_args() { # image; sets args
   case $1 in
     lifecycle-image) args=(--lifecycle "$bindir/cnb-lifecycle" --launcher "$bindir/cnb-launcher") ;;
     kpack-images) args=(--module "$root/hack/tools/kpack") ;;
+    hnc-image) args=(--module "$root/hack/tools/hnc") ;;
     *) args=() ;;
   esac
 }
@@ -81,17 +84,17 @@ optional_tools=(
   "kind|v0.33.0|kind|sigs.k8s.io/kind|||1"
 )
 
-# Every server the project starts listens on 127.0.0.1 only. Two upstream servers have no flag
-# for their listen host: HNC's webhook server (controller-runtime 0.11 binds all interfaces when
-# Options.Host is empty) and kpack's profiling server (knative binds ":"+PROFILING_PORT). The
-# build copies the one module concerned into the cache, changes the line that sets the address,
-# and builds against the copy (a `replace` in a generated go.mod); the module cache and the
-# wrapper stay untouched, and an upstream line that no longer matches fails the build instead
-# of binding wide.
+# Every server the project starts on the host listens on 127.0.0.1 only. HNC's webhook server
+# has no flag for its listen host (controller-runtime 0.11 binds all interfaces when
+# Options.Host is empty), and the integration suites run HNC's manager on the host. The build
+# copies the module into the cache, changes the line that sets the address, and builds against
+# the copy (a `replace` in a generated go.mod); the module cache and the wrapper stay untouched,
+# and an upstream line that no longer matches fails the build instead of binding wide. (HNC's
+# image, which the node runs as a pod, is unpatched: there it serves inside the pod's network
+# namespace.)
 # patch name -> "module|file in module|sed expression"
 declare -A loopback_patches=(
   [hnc]='sigs.k8s.io/hierarchical-namespaces|cmd/manager/main.go|s/^\(\t*\)Port: *webhookServerPort,$/&\n\1Host: "127.0.0.1",/'
-  [kpack]='knative.dev/pkg|profiling/server.go|s/Addr: *":" + port,/Addr: "127.0.0.1:" + port,/'
 )
 
 say() { printf '[tools] %s\n' "$*" >&2; }

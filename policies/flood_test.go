@@ -165,7 +165,9 @@ func hncMemory(ctx context.Context) memory {
 	GinkgoHelper()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	families, err := metrics.ScrapeURL(ctx, http.DefaultClient, "http://"+cp.HNCMetrics()+"/metrics", nil)
+	address, err := cp.HNCMetrics(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	families, err := metrics.ScrapeURL(ctx, http.DefaultClient, "http://"+address+"/metrics", nil)
 	Expect(err).NotTo(HaveOccurred())
 	gauge := func(name string) int64 {
 		Expect(families).To(HaveKey(name))

@@ -8,8 +8,6 @@ package policies_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,10 +72,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(install.Apply(ctx, k8s, withoutManager(objs))).To(Succeed())
 
-	By("type-checking the policies: kube-controller-manager's status controller, which the control plane does not run")
-	startPolicyStatusController(ctx)
-
-	By("waiting until every policy is type-checked")
+	By("waiting until kube-controller-manager has type-checked every policy")
 	Eventually(func(g Gomega) {
 		policies := &admissionv1.ValidatingAdmissionPolicyList{}
 		g.Expect(k8s.List(ctx, policies)).To(Succeed())
@@ -99,27 +94,6 @@ var _ = AfterEach(func() {
 		Expect(cp.Healthy()).To(Succeed())
 	}
 })
-
-// startPolicyStatusController runs kube-controller-manager's
-// validatingadmissionpolicy-status-controller alone, as the administrator: it type-checks every
-// ValidatingAdmissionPolicy against the schemas of the kinds it matches and writes the result
-// into the policy's status.typeChecking. The control plane's kube-controller-manager runs
-// other controllers only.
-func startPolicyStatusController(ctx context.Context) {
-	GinkgoHelper()
-	log, err := os.Create(filepath.Join(cp.LogDir(), "policy-status-controller.log"))
-	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(filepath.Join("..", "bin", "kube-controller-manager"), "--kubeconfig="+cp.Kubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false", "--use-service-account-credentials=false",
-		"--controllers=validatingadmissionpolicy-status-controller")
-	cmd.Stdout, cmd.Stderr = log, log
-	Expect(cmd.Start()).To(Succeed())
-	DeferCleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = log.Close()
-	})
-}
 
 // withoutManager is config/default less what runs the manager (its Deployment, Services,
 // PodDisruptionBudget and certificate Secret) and less its webhook configurations, which fail

@@ -236,6 +236,24 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Eventually(buildReady(ctx, org, space)).Should(HaveField("Reason", cfv1alpha1.BuilderMissingReason))
 	})
 
+	It("makes the ClusterBuilder of an org's default Builder only once its ServiceAccount names credentials, which kpack pushes with", func(ctx SpecContext) {
+		placeServiceAccount(ctx, org, "build")
+		Expect(k8s.Create(ctx, &kpackv1alpha2.Builder{
+			ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "org-builder", Labels: map[string]string{cfv1alpha1.BuildConfigLabel: "true"}},
+			Spec: kpackv1alpha2.NamespacedBuilderSpec{
+				BuilderSpec:        kpackv1alpha2.BuilderSpec{Tag: "registry.local/" + org + "/builders/org"},
+				ServiceAccountName: "build",
+			},
+		})).To(Succeed())
+		clusterBuilder := &kpackv1alpha2.ClusterBuilder{ObjectMeta: metav1.ObjectMeta{Name: org + ".org-builder"}}
+		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }, "3s").
+			Should(WithTransform(apierrors.IsNotFound, BeTrue()), "kpack would fail it, and back off for ever longer")
+
+		placeRegistry(ctx, org, "registry", "registry.local", "registry.local/"+org)
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }).Should(Succeed(),
+			"made once cf-hnc has filled the ServiceAccount with the org's credentials")
+	})
+
 	It("marks what an operator placed in a namespace before HNC made it an org's, once HNC has", func(ctx SpecContext) {
 		// HNC makes an org's namespace, then puts it in the tree and labels it: what an operator
 		// places in between is seen before the namespace is an org's. A full namespace that gets
@@ -289,7 +307,8 @@ var _ = Describe("Build configuration placed once per org", func() {
 		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }, "3s").
 			Should(WithTransform(apierrors.IsNotFound, BeTrue()), "the ServiceAccount in the root is not the one it pushes with")
 
-		inBuilderNamespace := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.BuilderNamespace, Name: name}}
+		inBuilderNamespace := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.BuilderNamespace, Name: name},
+			Secrets: []corev1.ObjectReference{{Name: name + "-push"}}}
 		Expect(k8s.Create(ctx, inBuilderNamespace)).To(Succeed())
 		DeferCleanup(k8s.Delete, inBuilderNamespace)
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(clusterBuilder), clusterBuilder) }).Should(Succeed())

@@ -90,7 +90,11 @@ func run(ctx context.Context, cfg config, command string) error {
 		return err
 	}
 	defer cp.Stop()
-	m := &measure{cp: cp, k8s: cp.Client, metricsURL: "http://" + cp.HNCMetrics() + "/metrics"}
+	hncMetrics, err := cp.HNCMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	m := &measure{cp: cp, k8s: cp.Client, metricsURL: "http://" + hncMetrics + "/metrics"}
 	modes, err := m.readModes(ctx)
 	if err != nil {
 		return err
@@ -333,7 +337,7 @@ func (m *measure) createEach(ctx context.Context, space string, n int, into *cre
 // createWhileHNCIsDown stops HNC, tries to create a pod and a Secret in space, and starts HNC
 // again.
 func (m *measure) createWhileHNCIsDown(ctx context.Context, space string) (outcome, error) {
-	if err := m.cp.StopComponent("hnc-manager"); err != nil {
+	if err := m.cp.StopComponent(ctx, "hnc-manager"); err != nil {
 		return outcome{}, err
 	}
 	pod := m.k8s.Create(ctx, newPod(space))

@@ -2,8 +2,8 @@
 // ResourceQuota of config/samples/space_quota.yaml placed once in an org, which HNC copies into
 // every space and the apiserver enforces there, against HNC v1.1.0's HierarchicalResourceQuota
 // as HNC ships it (its hrq variant: the manager with --enable-hrq, and the variant's two
-// webhooks). It runs the control plane of make run without a node (quotas count objects; no pod
-// runs), and prints a Markdown section for docs/benchmarks.md.
+// webhooks). It runs the control plane of make run, and prints a Markdown section for
+// docs/benchmarks.md.
 //
 //	go run ./bench/quotas -spaces 100
 //
@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -28,9 +27,11 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,7 +56,6 @@ const (
 
 type config struct {
 	spaces, newSpaces, creates int
-	manager                    string
 }
 
 func main() {
@@ -63,7 +63,6 @@ func main() {
 	flag.IntVar(&cfg.spaces, "spaces", 100, "Spaces in each measured org before its quota is placed.")
 	flag.IntVar(&cfg.newSpaces, "new-spaces", 20, "Spaces created one at a time in each org once its quota is in force.")
 	flag.IntVar(&cfg.creates, "creates", 50, "Secrets and CFApps created one at a time in each measured space (within the sample's limits).")
-	flag.StringVar(&cfg.manager, "manager", "bin/cf-hnc", "The cf-hnc manager binary (make build).")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,13 +77,9 @@ func main() {
 
 // run is one measurement: ResourceQuotas first, then HNC restarted with HRQ.
 func run(ctx context.Context, cfg config, command string) error {
-	manager, err := filepath.Abs(cfg.manager)
-	if err != nil {
-		return err
-	}
 	say("starting the local control plane (logs in " + workDir + "/logs)")
 	cp, err := controlplane.Start(ctx, controlplane.Options{
-		WorkDir: workDir, ControllerManager: true, HNC: true, Kpack: true, DefaultBuilder: true, Manager: manager,
+		WorkDir: workDir, ControllerManager: true, HNC: true, Node: true, Kpack: true, DefaultBuilder: true, CFHNC: true,
 	})
 	if err != nil {
 		return err
@@ -128,18 +123,16 @@ func run(ctx context.Context, cfg config, command string) error {
 	}
 
 	say("restarting HNC as its hrq variant runs it")
-	hnc, err := m.restartHNCWithHRQ(ctx)
-	if err != nil {
+	if err := m.restartHNCWithHRQ(ctx); err != nil {
 		return err
 	}
-	defer hnc.stop()
 	// An HRQ bounds the sum over the org: the same room as the sample in each namespace.
 	hrq := &hncv1alpha2.HierarchicalResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: hrqOrg.name, Name: "cf-org-hrq"},
 		Spec: hncv1alpha2.HierarchicalResourceQuotaSpec{Hard: times(sample.Spec.Hard, 1+cfg.spaces+cfg.newSpaces)}}
 	if r.hrqPlaced, err = m.place(ctx, hrq, hrqOrg, hrqSingleton); err != nil {
 		return err
 	}
-	if r.hncAfterHRQ, err = hnc.memory(ctx); err != nil {
+	if r.hncAfterHRQ, err = m.hncMemory(ctx); err != nil {
 		return err
 	}
 	if r.hrqNewSpaces, r.plainNewSpacesHRQ, err = m.newSpaces(ctx, hrqOrg, plain, hrqSingleton); err != nil {
@@ -395,8 +388,9 @@ func timed(do func() error) (time.Duration, error) {
 type memory struct{ rss, heap float64 }
 
 func (m *measure) hncMemory(ctx context.Context) (memory, error) {
-	if m.hncMetrics == "" {
-		m.hncMetrics = m.cp.HNCMetrics()
+	var err error
+	if m.hncMetrics, err = m.cp.HNCMetrics(ctx); err != nil {
+		return memory{}, err
 	}
 	if err := m.hncIdle(ctx); err != nil {
 		return memory{}, err
@@ -432,58 +426,31 @@ func (m *measure) hncIdle(ctx context.Context) error {
 	})
 }
 
-// hrqHNC is the HNC manager that this program started with --enable-hrq.
-type hrqHNC struct {
-	m   *measure
-	cmd *exec.Cmd
-}
-
-// restartHNCWithHRQ stops the control plane's HNC and starts the same binary with the same
-// flags, environment (its webhook serving certificate) and user, and --enable-hrq, as HNC's
-// hrq variant does; then registers the variant's two webhooks at the same server.
-func (m *measure) restartHNCWithHRQ(ctx context.Context) (*hrqHNC, error) {
-	pid, err := componentPID("hnc-manager")
-	if err != nil {
-		return nil, err
+// restartHNCWithHRQ adds --enable-hrq to the args of HNC's Deployment, as HNC's hrq variant
+// runs it, waits until it is rolled out, and registers the variant's two webhooks.
+func (m *measure) restartHNCWithHRQ(ctx context.Context) error {
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "hnc-system", Name: "hnc-controller-manager"}}
+	patch := []byte(`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--enable-hrq"}]`)
+	if err := m.k8s.Patch(ctx, deployment, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return err
 	}
-	args, err := procStrings(pid, "cmdline")
-	if err != nil {
-		return nil, err
+	if err := m.cp.WaitRolledOut(ctx, "hnc-manager"); err != nil {
+		return err
 	}
-	env, err := procStrings(pid, "environ")
-	if err != nil {
-		return nil, err
-	}
-	if err := m.cp.StopComponent("hnc-manager"); err != nil {
-		return nil, err
-	}
-	log, err := os.Create(filepath.Join(m.cp.LogDir(), "hnc-manager-hrq.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(args[0], append(args[1:], "--enable-hrq")...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	hnc := &hrqHNC{m: m, cmd: cmd}
-	if err := m.registerHRQWebhooks(ctx, flagValue(args, "--webhook-server-port")); err != nil {
-		hnc.stop()
-		return nil, err
+	if err := m.registerHRQWebhooks(ctx); err != nil {
+		return err
 	}
 	// Ready when HNC's object webhook answers again: writes in the tree need it.
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.RootNamespace, Name: "hrq-probe"}}
 	if err := poll(ctx, 2*time.Minute, func() bool { return m.k8s.Create(ctx, probe) == nil }); err != nil {
-		hnc.stop()
-		return nil, fmt.Errorf("HNC with --enable-hrq does not answer (log %s): %w", log.Name(), err)
+		return fmt.Errorf("HNC with --enable-hrq does not answer: %w", err)
 	}
-	return hnc, m.k8s.Delete(ctx, probe)
+	return m.k8s.Delete(ctx, probe)
 }
 
-// registerHRQWebhooks registers the webhooks of HNC's hrq variant as it ships them, served by
-// the local HNC at the address and with the CA of the webhooks the control plane registered.
-func (m *measure) registerHRQWebhooks(ctx context.Context, port string) error {
+// registerHRQWebhooks registers the webhooks of HNC's hrq variant as it ships them, at HNC's
+// webhook Service and with the CA of HNC's other webhooks.
+func (m *measure) registerHRQWebhooks(ctx context.Context) error {
 	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/hierarchical-namespaces").Output()
 	if err != nil {
 		return fmt.Errorf("finding HNC's module: %w", err)
@@ -511,58 +478,11 @@ func (m *measure) registerHRQWebhooks(ctx context.Context, port string) error {
 	}
 	hooks := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hnc-hrq-validating-webhook-configuration"}}
 	for _, w := range shipped.Webhooks {
-		url := "https://127.0.0.1:" + port + *w.ClientConfig.Service.Path
-		w.ClientConfig = admissionv1.WebhookClientConfig{URL: &url, CABundle: ca}
+		w.ClientConfig = admissionv1.WebhookClientConfig{CABundle: ca, Service: &admissionv1.ServiceReference{
+			Namespace: "hnc-system", Name: "hnc-webhook-service", Path: w.ClientConfig.Service.Path}}
 		hooks.Webhooks = append(hooks.Webhooks, w)
 	}
 	return m.k8s.Create(ctx, hooks)
-}
-
-func (h *hrqHNC) memory(ctx context.Context) (memory, error) { return h.m.hncMemory(ctx) }
-
-func (h *hrqHNC) stop() {
-	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGTERM)
-	_ = h.cmd.Wait()
-}
-
-// componentPID is the pid of the control plane's component, from the pid file it keeps.
-func componentPID(name string) (int, error) {
-	f, err := os.Open(filepath.Join(workDir, "pids"))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	pid := 0
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		var p int
-		var n string
-		if _, err := fmt.Sscanf(scanner.Text(), "%d %s", &p, &n); err == nil && n == name {
-			pid = p
-		}
-	}
-	if pid == 0 {
-		return 0, fmt.Errorf("no %s in %s", name, f.Name())
-	}
-	return pid, scanner.Err()
-}
-
-// procStrings reads a NUL-separated list of a process: its cmdline or environ.
-func procStrings(pid int, file string) ([]string, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
-	if err != nil {
-		return nil, err
-	}
-	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00"), nil
-}
-
-func flagValue(args []string, name string) string {
-	for _, a := range args {
-		if value, ok := strings.CutPrefix(a, name+"="); ok {
-			return value
-		}
-	}
-	return ""
 }
 
 // poll calls done every 20 ms until it returns true.

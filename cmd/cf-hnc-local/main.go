@@ -2,9 +2,10 @@
 // project's directory:
 //
 //	cf-hnc-local                        without KUBECONFIG: start the local control plane (etcd,
-//	                                    kube-apiserver, kube-controller-manager, HNC, kpack with an
-//	                                    in-memory registry), the cf-hnc manager and the CF API (on
-//	                                    127.0.0.1:9000 if free), print how to use them and stay up
+//	                                    kube-apiserver, kube-controller-manager, a registry and a
+//	                                    node, on which HNC, kpack and cf-hnc run as pods, installed
+//	                                    from their manifests and images), forward the CF API to
+//	                                    127.0.0.1:9000 if free, print how to use them and stay up
 //	                                    until Ctrl-C; with KUBECONFIG: install what the manager needs
 //	                                    into that cluster and run the manager here
 //	cf-hnc-local deploy --image=REF     build config/default with the manager's image REF and
@@ -25,9 +26,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,7 +56,7 @@ func main() {
 	if kubeconfig := os.Getenv("KUBECONFIG"); kubeconfig != "" {
 		exit(runAgainst(ctx, kubeconfig, config, manager))
 	}
-	exit(runLocal(ctx, manager, filepath.Join(project, "bin", "cf-api")))
+	exit(runLocal(ctx))
 }
 
 // subcommand runs deploy or undeploy against the cluster of the current kubeconfig.
@@ -118,25 +121,29 @@ func clusterClient(kubeconfig string) (client.Client, string, error) {
 const cfAPIAddress = "127.0.0.1:9000"
 
 // runLocal starts everything on the local control plane and waits for Ctrl-C.
-func runLocal(ctx context.Context, manager, cfAPI string) error {
+func runLocal(ctx context.Context) error {
 	// Every component logs to its own file; the harness's own controller-runtime clients would
 	// otherwise warn that controller-runtime's logger is unset.
 	ctrl.SetLogger(logr.Discard())
-	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, HNC, kpack, a registry, a node (containerd, kubelet, kube-scheduler), cf-hnc and its CF API ...")
+	fmt.Println("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, a registry and a node (containerd, kubelet, kube-scheduler), then HNC, kpack and cf-hnc (its manager and CF API, its image built from this tree) as pods of the node ...")
+	started := time.Now()
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		ControllerManager: true,
 		HNC:               true,
 		Kpack:             true,
 		Node:              true,
 		DefaultBuilder:    true,
-		Manager:           manager,
-		CFAPI:             cfAPI,
+		CFHNC:             true,
 		CFAPIAddress:      freeOrAny(cfAPIAddress),
 	})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
+	fmt.Printf("\nReady in %s. The platform's pods (kubectl get pods -A):\n\n", time.Since(started).Round(time.Second))
+	if err := printPods(ctx, cp); err != nil {
+		return err
+	}
 	admin, err := kubeconfigUser(cp.Kubeconfig)
 	if err != nil {
 		return err
@@ -153,10 +160,12 @@ cf-hnc is ready. Logs: %s
       --password-stdin --droplet-repository $REGISTRY/%s/acme   # once per org
   kubectl cf tree                           # orgs, spaces and whether each can build
 
-The CF API for the real cf CLI (docs/cli.md, "The cf CLI") listens on %s. Its own reads
-have the rights of the ServiceAccount %s/%s; every request acts as the kubeconfig user
-that the cf CLI logs in as (with KUBECONFIG set as above):
+The CF API for the real cf CLI (docs/cli.md, "The cf CLI") runs as the pods of deployment
+%s/%s, forwarded to %s. Its own reads have the rights of its ServiceAccount; every
+request acts as the kubeconfig user that the cf CLI logs in as (with KUBECONFIG set as above).
+Its certificate is signed by the CA in %s:
 
+  export SSL_CERT_FILE=%s
   cf api %s
   cf auth %s         # a user of $KUBECONFIG, here the administrator
   cf orgs
@@ -170,7 +179,7 @@ A stack fix, as an operator makes one: kill -USR1 %d publishes a fixed run image
 the ClusterStack at it.
 Press Ctrl-C to stop; everything started here stops with it.
 `, cp.LogDir(), cp.Kubeconfig, host, password, controlplane.OrgsRepository, controlplane.OrgsRepository,
-		cp.CFAPIURL(), install.Namespace, install.APIServiceAccount, cp.CFAPIURL(), admin,
+		install.Namespace, install.APIDeployment, cp.CFAPIURL(), cp.CFAPICA(), cp.CFAPICA(), cp.CFAPIURL(), admin,
 		controlplane.Stack, controlplane.Store, controlplane.DefaultBuilder, controlplane.RootNamespace,
 		controlplane.OrgsRepository, controlplane.OrgsRepository, os.Getpid())
 	stackFix := make(chan os.Signal, 1)
@@ -193,6 +202,31 @@ Press Ctrl-C to stop; everything started here stops with it.
 			}
 		}
 	}
+}
+
+// printPods prints every pod of the cluster as `kubectl get pods -A` does, in short.
+func printPods(ctx context.Context, cp *controlplane.ControlPlane) error {
+	pods := &corev1.PodList{}
+	if err := cp.Client.List(ctx, pods); err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tIP")
+	for _, pod := range pods.Items {
+		ready, restarts := 0, int32(0)
+		status := string(pod.Status.Phase)
+		for _, c := range pod.Status.ContainerStatuses {
+			if c.Ready {
+				ready++
+			}
+			restarts += c.RestartCount
+			if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
+				status = c.State.Waiting.Reason
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%d\t%s\n", pod.Namespace, pod.Name, ready, len(pod.Spec.Containers), status, restarts, pod.Status.PodIP)
+	}
+	return w.Flush()
 }
 
 // freeOrAny is address if nothing listens there, else "" (any free loopback port).

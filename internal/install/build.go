@@ -76,9 +76,58 @@ func Build(configDir, kustomization, image string) ([]*unstructured.Unstructured
 		}
 		target = "/overlay"
 	}
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, target)
+	objs, err := kustomize(fsys, target)
 	if err != nil {
 		return nil, fmt.Errorf("building %s: %w", filepath.Join(configDir, kustomization), err)
+	}
+	return objs, nil
+}
+
+// HNCObjectsWebhookPatch is config/hnc's patch of HNC's ValidatingWebhookConfiguration: the
+// object webhook called only for the kinds HNC propagates.
+const HNCObjectsWebhookPatch = "objects-webhook.yaml"
+
+// BuildHNC renders HNC's release manifest (default.yaml, the kustomization
+// config/variants/default-cc of hncConfigDir, the config directory of HNC's module) with
+// cf-hnc's changes of config/hnc in configDir: the manager's flags (manager-args.yaml), the
+// object webhook narrowed to the kinds HNC propagates, and HNC's configuration for cf-hnc. The
+// manager's image is image, unless it is empty.
+func BuildHNC(hncConfigDir, configDir, image string) ([]*unstructured.Unstructured, error) {
+	fsys := filesys.MakeFsInMemory()
+	if err := copyTree(hncConfigDir, "/hnc", fsys); err != nil {
+		return nil, err
+	}
+	if err := copyTree(filepath.Join(configDir, "hnc"), "/cf-hnc", fsys); err != nil {
+		return nil, err
+	}
+	k := kustypes.Kustomization{
+		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources: []string{"hnc/variants/default-cc", "cf-hnc"},
+		Patches:   []kustypes.Patch{{Path: "cf-hnc/manager-args.yaml"}, {Path: "cf-hnc/" + HNCObjectsWebhookPatch}},
+	}
+	if image != "" {
+		// HNC's manifest names its image "controller", which its release process replaces.
+		k.Images = []kustypes.Image{imageNamed("controller", image)}
+	}
+	overlay, err := yaml.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := fsys.WriteFile("/kustomization.yaml", overlay); err != nil {
+		return nil, err
+	}
+	objs, err := kustomize(fsys, "/")
+	if err != nil {
+		return nil, fmt.Errorf("building HNC's release with %s: %w", filepath.Join(configDir, "hnc"), err)
+	}
+	return objs, nil
+}
+
+// kustomize runs the kustomization at target of fsys.
+func kustomize(fsys filesys.FileSystem, target string) ([]*unstructured.Unstructured, error) {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, target)
+	if err != nil {
+		return nil, err
 	}
 	var objs []*unstructured.Unstructured
 	for _, r := range resources.Resources() {
@@ -120,10 +169,19 @@ func copyTree(dir, root string, fsys filesys.FileSystem) error {
 
 // imageOverlay is a kustomization of base that sets the manager's image.
 func imageOverlay(base, image string) ([]byte, error) {
-	img := kustypes.Image{Name: ManagerImage}
-	switch name, digest, ok := strings.Cut(image, "@"); {
+	return yaml.Marshal(kustypes.Kustomization{
+		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+		Resources: []string{base},
+		Images:    []kustypes.Image{imageNamed(ManagerImage, image)},
+	})
+}
+
+// imageNamed replaces the image called name with image, a reference by tag or digest.
+func imageNamed(name, image string) kustypes.Image {
+	img := kustypes.Image{Name: name}
+	switch repo, digest, ok := strings.Cut(image, "@"); {
 	case ok:
-		img.NewName, img.Digest = name, digest
+		img.NewName, img.Digest = repo, digest
 	default:
 		// A colon after the last slash separates the tag (a registry's port comes before it).
 		if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
@@ -132,11 +190,7 @@ func imageOverlay(base, image string) ([]byte, error) {
 			img.NewName = image
 		}
 	}
-	return yaml.Marshal(kustypes.Kustomization{
-		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-		Resources: []string{base},
-		Images:    []kustypes.Image{img},
-	})
+	return img
 }
 
 // ManagerDeploymentOf returns the manager's Deployment among built objects.

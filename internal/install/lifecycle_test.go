@@ -5,9 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,10 +21,12 @@ import (
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
-// An installation's life on the local control plane, with the cf-hnc manager as a process
-// (deployed as config/default says): install, install again, uninstall keeping the data,
-// install again, and uninstall with the data. Each step is what docs/install.md tells an
-// operator.
+// An installation's life against the real apiserver and HNC, with cf-hnc's reconcilers and
+// webhooks in the test process (internal/harness/testenv) and config/default applied without
+// what serves only the in-cluster manager, as `make run` against a cluster applies it: install,
+// install again, uninstall keeping the data, install again, and uninstall with the data. Each
+// step is what docs/install.md tells an operator; the e2e suite upgrades and uninstalls the
+// manager's pods themselves.
 var _ = Describe("Installing, upgrading and uninstalling cf-hnc", Ordered, func() {
 	var (
 		cp    *controlplane.ControlPlane
@@ -37,18 +37,15 @@ var _ = Describe("Installing, upgrading and uninstalling cf-hnc", Ordered, func(
 	)
 
 	BeforeAll(func(ctx SpecContext) {
+		cp = testenv.Start(ctx, "install")
 		SetDefaultEventuallyTimeout(time.Minute)
-		SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
-		manager, err := gexec.Build("code.cloudfoundry.org/cf-hnc")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(gexec.CleanupBuildArtifacts)
-		cp, err = controlplane.Start(ctx, controlplane.Options{
-			WorkDir: ".local/install", ControllerManager: true, HNC: true, Manager: manager,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(cp.Stop)
 		k8s = cp.Client
-		objs = build("")
+		for _, obj := range build("") {
+			if !install.InClusterOnly(obj) {
+				objs = append(objs, obj)
+			}
+		}
+		Expect(install.Apply(ctx, k8s, objs)).To(Succeed())
 	}, NodeTimeout(5*time.Minute))
 
 	AfterEach(func() { Expect(cp.Healthy()).To(Succeed()) })
@@ -77,9 +74,7 @@ var _ = Describe("Installing, upgrading and uninstalling cf-hnc", Ordered, func(
 		})).To(Succeed())
 		Eventually(propagatedCredentials(ctx, space)).Should(Succeed())
 
-		Expect(cp.Deploy(ctx)).To(Succeed())
-		Expect(install.Apply(ctx, k8s, objs)).To(Succeed(), "the unchanged build applies cleanly too")
-		Expect(cp.Deploy(ctx)).To(Succeed(), "and back to the local webhook URL")
+		Expect(install.Apply(ctx, k8s, objs)).To(Succeed(), "the unchanged build applies cleanly again")
 		Expect(cp.Healthy()).To(Succeed())
 		testenv.CreateSpace(ctx, k8s, org, "staging")
 	})
@@ -100,15 +95,12 @@ var _ = Describe("Installing, upgrading and uninstalling cf-hnc", Ordered, func(
 		Expect(gone(ctx, everyone)()).To(BeTrue(), "every authenticated user could get any CFOrg")
 		Expect(gone(ctx, finder)()).To(BeTrue())
 		Expect(install.Apply(ctx, k8s, objs)).To(Succeed(), "and again, with nothing left to take back")
-		Expect(cp.Deploy(ctx)).To(Succeed(), "back to the local webhook URL")
 	})
 
 	It("uninstalls the manager and keeps orgs, spaces and propagated credentials", func(ctx SpecContext) {
-		Expect(install.Uninstall(ctx, k8s, objs, install.UninstallOptions{Timeout: 2 * time.Minute})).To(Succeed())
-		cp.StopManager() // its pods are gone with the Deployment
+		Expect(install.Uninstall(ctx, k8s, build(""), install.UninstallOptions{Timeout: 2 * time.Minute})).To(Succeed())
 
 		for _, obj := range []client.Object{
-			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: install.Namespace, Name: install.ManagerDeployment}},
 			&admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: install.ValidatingWebhookConfiguration}},
 			&admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: install.MutatingWebhookConfiguration}},
 			&admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "cf-hnc-manager-writes"}},
@@ -132,15 +124,13 @@ var _ = Describe("Installing, upgrading and uninstalling cf-hnc", Ordered, func(
 	})
 
 	It("installs again over the kept data, and the manager takes it up", func(ctx SpecContext) {
-		Expect(cp.Deploy(ctx)).To(Succeed())
-		Expect(cp.StartManager(ctx)).To(Succeed())
+		Expect(install.Apply(ctx, k8s, objs)).To(Succeed())
 		another := testenv.CreateSpace(ctx, k8s, org, "prod")
 		Eventually(propagatedCredentials(ctx, another)).Should(Succeed())
 	})
 
 	It("uninstalls with the data: orgs with their namespaces first, then the rest", func(ctx SpecContext) {
-		Expect(install.Uninstall(ctx, k8s, objs, install.UninstallOptions{Purge: true, Timeout: 2 * time.Minute})).To(Succeed())
-		cp.StopManager()
+		Expect(install.Uninstall(ctx, k8s, build(""), install.UninstallOptions{Purge: true, Timeout: 2 * time.Minute})).To(Succeed())
 		for _, obj := range []client.Object{
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: org}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: space}},

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -91,8 +91,9 @@ func (cp *ControlPlane) startAPIServer(context.Context) error {
 	return os.WriteFile(cp.Kubeconfig, cp.env.KubeConfig, 0o600)
 }
 
-// crds returns cf-hnc's CRDs and those of HNC and kpack, the latter without their conversion
-// webhook: no kpack webhook runs here, and every client uses the storage version.
+// crds returns cf-hnc's CRDs and, without a node, those of HNC and kpack, which run as host
+// processes then (kpack's without their conversion webhook: no kpack webhook runs, and every
+// client uses the storage version). With a node, HNC's and kpack's releases install their own.
 func (cp *ControlPlane) crds() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	files, err := filepath.Glob(cp.paths.config("crd", "bases", "*.yaml"))
 	if err != nil {
@@ -101,21 +102,12 @@ func (cp *ControlPlane) crds() ([]*apiextensionsv1.CustomResourceDefinition, err
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no CRDs in %s: run `make manifests`", cp.paths.config("crd", "bases"))
 	}
-	hncDir, err := cp.paths.moduleDir(hncModule)
-	if err != nil {
-		return nil, err
-	}
-	hncFiles, err := filepath.Glob(filepath.Join(hncDir, "config", "crd", "bases", "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	files = append(files, hncFiles...)
-	kpackDir, err := cp.paths.moduleDir(kpackModule)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range kpackCRDs {
-		files = append(files, filepath.Join(kpackDir, "config", name))
+	if !cp.opts.Node {
+		upstream, err := cp.paths.upstreamCRDs()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, upstream...)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, file := range files {
@@ -127,6 +119,26 @@ func (cp *ControlPlane) crds() ([]*apiextensionsv1.CustomResourceDefinition, err
 		crds = append(crds, crd)
 	}
 	return crds, nil
+}
+
+// upstreamCRDs are the CRD files of HNC's and kpack's modules.
+func (p paths) upstreamCRDs() ([]string, error) {
+	hncDir, err := p.moduleDir(hncModule)
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(hncDir, "config", "crd", "bases", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	kpackDir, err := p.moduleDir(kpackModule)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range kpackCRDs {
+		files = append(files, filepath.Join(kpackDir, "config", name))
+	}
+	return files, nil
 }
 
 func readCRD(file string) (*apiextensionsv1.CustomResourceDefinition, error) {
@@ -167,23 +179,82 @@ func readYAMLDocuments(file string) ([][]byte, error) {
 
 // configureForNode gives the apiserver what a cluster with a node has: the Node authorizer and
 // NodeRestriction for the kubelet's own user; the ServiceAccount admission plugin, which
-// envtest turns off and without which a pod never gets its ServiceAccount's image pull
-// secrets (cf-hnc puts the registry credentials there); and a client certificate for the
-// kubelet's API, which it reaches at the node's name (its address, 127.0.0.1).
+// envtest turns off and without which a pod never gets its ServiceAccount's token or image pull
+// secrets (cf-hnc puts the registry credentials there); a client certificate for the kubelet's
+// API, which it reaches at the node's name (its address, 127.0.0.1); and what pods need to reach
+// it and be reached by it (podnetwork.go): the `kubernetes` Service in serviceSubnet with the
+// host's bridge address as its endpoint, a serving certificate for those addresses, and webhook
+// Services called at their endpoints' pod addresses (--enable-aggregator-routing: the apiserver
+// resolves a webhook's Service through its EndpointSlices, as it does for aggregated APIs,
+// and verifies the certificate for the Service's DNS name), since no kube-proxy runs here.
 func (cp *ControlPlane) configureForNode(certDir string) error {
 	kubelet, err := newKubeletClient(filepath.Join(certDir, "kubelet-client"))
 	if err != nil {
 		return err
 	}
 	cp.kubeletClient = kubelet
+	if err := cp.servingCertificate(certDir); err != nil {
+		return err
+	}
 	cp.env.ControlPlane.APIServer.Configure().
 		Disable("disable-admission-plugins").
 		Set("enable-admission-plugins", "NodeRestriction").
 		Set("authorization-mode", "Node,RBAC").
 		Set("kubelet-client-certificate", kubelet.certFile).
 		Set("kubelet-client-key", kubelet.keyFile).
-		Set("kubelet-preferred-address-types", "Hostname")
+		Set("kubelet-preferred-address-types", "Hostname").
+		Set("advertise-address", cp.network.host.String()).
+		Set("service-cluster-ip-range", serviceSubnet.String()).
+		Set("enable-aggregator-routing", "true")
 	return nil
+}
+
+// servingCertificate gives the apiserver a serving certificate for the names and addresses pods
+// dial (the `kubernetes` Service's cluster IP and DNS names, the host's bridge address) besides
+// localhost and 127.0.0.1, which envtest's names alone. envtest writes its own certificate, and
+// the ServiceAccount token signing key beside it, only when apiserver.crt is missing from the
+// certificate directory, and gives clients the CA of SecureServing: this writes all three.
+func (cp *ControlPlane) servingCertificate(certDir string) error {
+	ca, err := newLocalCA(filepath.Join(certDir, "serving-ca"), "cf-hnc local apiserver CA")
+	if err != nil {
+		return err
+	}
+	serving, err := ca.issue("serving", "kube-apiserver", "localhost", "127.0.0.1", kubernetesServiceIP.String(),
+		cp.network.host.String(), "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+	if err != nil {
+		return err
+	}
+	signer, err := ca.issue("service-account-signer", "service-account-signer")
+	if err != nil {
+		return err
+	}
+	for from, to := range map[string]string{
+		serving.certFile: "apiserver.crt", serving.keyFile: "apiserver.key",
+		signer.certFile: "sa-signer.crt", signer.keyFile: "sa-signer.key",
+	} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(certDir, to), data, 0o600); err != nil {
+			return err
+		}
+	}
+	cp.env.ControlPlane.APIServer.SecureServing.CA = ca.certPEM()
+	return nil
+}
+
+// forwardToAPIServer lets pods reach the apiserver at the `kubernetes` Service and at its
+// advertised endpoint (podnetwork.go).
+func (cp *ControlPlane) forwardToAPIServer(context.Context) error {
+	apiPort, err := strconv.Atoi(cp.env.ControlPlane.APIServer.SecureServing.Port)
+	if err != nil {
+		return fmt.Errorf("the apiserver's port %q: %w", cp.env.ControlPlane.APIServer.SecureServing.Port, err)
+	}
+	if err := cp.network.forward(kubernetesServiceIP, 443, apiPort); err != nil {
+		return err
+	}
+	return cp.network.forward(cp.network.host, apiPort, apiPort)
 }
 
 // etcdWithClientCertificates is etcd serving its API over TLS to clients with a certificate of
@@ -196,7 +267,7 @@ func (cp *ControlPlane) etcdWithClientCertificates(dir string, log *os.File) (*e
 	if err != nil {
 		return nil, err
 	}
-	server, err := ca.issue("server", "etcd", net.IPv4(127, 0, 0, 1))
+	server, err := ca.issue("server", "etcd", "127.0.0.1")
 	if err != nil {
 		return nil, err
 	}

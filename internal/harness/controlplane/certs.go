@@ -15,7 +15,8 @@ import (
 )
 
 // localCA signs the certificates that the local control plane's own servers and clients
-// present to each other where envtest makes none: etcd's, and the apiserver's for the kubelet.
+// present to each other where envtest makes none: etcd's, the apiserver's for the kubelet, and,
+// with a node, the apiserver's serving certificate for the names pods reach it at.
 type localCA struct {
 	dir    string
 	cert   *x509.Certificate
@@ -55,19 +56,33 @@ func newLocalCA(dir, name string) (*localCA, error) {
 	return ca, writePEM(ca.caFile, "CERTIFICATE", der)
 }
 
+// certPEM is the CA's certificate, PEM-encoded.
+func (ca *localCA) certPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+}
+
 // keyPair is a certificate and its key, as files.
 type keyPair struct{ certFile, keyFile string }
 
-// issue signs a certificate for name, a client's if ips is empty, else a server's for ips,
-// and writes it with its key as dir/<file>.crt and dir/<file>.key.
-func (ca *localCA) issue(file, name string, ips ...net.IP) (keyPair, error) {
+// issue signs a certificate for name, a client's if hosts is empty, else a server's for hosts
+// (IP addresses or DNS names), and writes it with its key as dir/<file>.crt and dir/<file>.key.
+func (ca *localCA) issue(file, name string, hosts ...string) (keyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return keyPair{}, err
 	}
 	ca.serial++
+	var ips []net.IP
+	var dnsNames []string
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dnsNames = append(dnsNames, h)
+		}
+	}
 	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	if len(ips) > 0 {
+	if len(hosts) > 0 {
 		usage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
@@ -78,6 +93,7 @@ func (ca *localCA) issue(file, name string, ips ...net.IP) (keyPair, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  usage,
 		IPAddresses:  ips,
+		DNSNames:     dnsNames,
 	}, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return keyPair{}, err

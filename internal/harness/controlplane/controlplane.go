@@ -1,14 +1,15 @@
-// Package controlplane runs cf-hnc's local control plane from the binaries that `make tools`
-// builds: etcd and kube-apiserver (through envtest), kube-controller-manager (namespace
-// deletion, garbage collection, default ServiceAccounts), the HNC manager with its webhooks,
-// the kpack controller with an in-memory OCI registry, a real node (containerd, runc, the
-// kubelet and kube-scheduler) on which kpack's build pods run, the cf-hnc manager and the CF
-// API. `make run`, the integration tests, the e2e suite and the benchmarks all start it from
-// here.
+// Package controlplane runs cf-hnc's local control plane from the binaries and images that
+// `make tools` builds: etcd and kube-apiserver (through envtest), kube-controller-manager, and
+// with a node (containerd, runc, the kubelet and kube-scheduler) on a pod network of its own,
+// an in-memory OCI registry and, as pods of that node installed from their manifests and images
+// as an operator installs them, HNC, kpack and cf-hnc (the manager and the CF API). `make run`,
+// the e2e suite and the benchmarks start it whole; the integration suites start the apiserver
+// with HNC as a host process and run cf-hnc's reconcilers in their own process.
 //
-// Every server listens on 127.0.0.1; pods that do not share the host's network listen in
-// network namespaces of the node's own (podnetwork.go). Each process writes its own log file
-// under <WorkDir>/logs, and Stop ends every process it started, also after a failed start.
+// Every server on the host listens on 127.0.0.1; pods listen in network namespaces of the
+// node's own, which the host's bridge reaches (podnetwork.go). Each host process writes its own
+// log file under <WorkDir>/logs, the platform's pods' logs are saved there at Stop, and Stop
+// ends every process it started, also after a failed start.
 package controlplane
 
 import (
@@ -42,33 +43,33 @@ type Options struct {
 	WorkDir string
 
 	// ControllerManager runs kube-controller-manager: namespaces finish deleting, owned
-	// objects are garbage collected, every namespace gets its default ServiceAccount.
+	// objects are garbage collected, every namespace gets its default ServiceAccount, and with
+	// a node, Deployments get their pods and Services their endpoints.
 	ControllerManager bool
-	// HNC runs the HNC manager with its webhooks and installs config/hnc.
+	// HNC runs HNC with its webhooks and config/hnc: as its release's Deployment on the node
+	// with Node, else as a host process.
 	HNC bool
-	// Kpack runs the kpack controller against an in-memory registry seeded with a stack, the
-	// CNB lifecycle, cf-hnc's buildpacks and kpack's own images, and makes the cluster-scoped
-	// kpack objects Ready.
-	Kpack bool
-	// Node runs a real node, on which kpack's build pods run (requires Kpack, which seeds the
-	// images it pulls, and ControllerManager). It runs as root only.
+	// Node runs a real node on its own pod network, with the registry seeded with a stack, the
+	// CNB lifecycle, cf-hnc's buildpacks and kpack's images (requires ControllerManager). It
+	// runs as root only.
 	Node bool
+	// Kpack installs kpack's release on the node and makes the cluster-scoped kpack objects
+	// Ready (requires Node).
+	Kpack bool
 	// DefaultBuilder places a default Builder, its ServiceAccount and credentials once in the
 	// root namespace (requires Kpack and HNC), so that every space gets a Builder.
 	DefaultBuilder bool
 	// Webhooks prepares certificates and a port for cf-hnc's webhook server (Webhooks()) in a
 	// test's own process; the test registers the configurations with RegisterWebhooks. Not
-	// with Manager, whose webhooks are deployed with config/default.
+	// with CFHNC, whose webhooks are deployed with config/default.
 	Webhooks bool
-	// Manager runs the cf-hnc manager binary at this path as config/default deploys it: the
-	// whole of config/default is applied, and the binary runs with the Deployment's args and
-	// as its ServiceAccount (install.go). Empty: none, for tests that run reconcilers in their
-	// own process.
-	Manager string
-	// CFAPI runs the cf-api binary at this path as config/cf-api deploys it (cfapi.go), on
-	// CFAPIAddress or, if that is empty, a free loopback port. It requires Manager, with which
-	// config/default is applied.
-	CFAPI, CFAPIAddress string
+	// CFHNC installs cf-hnc on the node as `make deploy` does (config/default: the manager and
+	// the CF API), from an image built from ProjectDir's working tree (requires Node, HNC and
+	// Kpack).
+	CFHNC bool
+	// CFAPIAddress is the loopback address where the CF API is forwarded (CFAPIURL). Empty: a
+	// free port.
+	CFAPIAddress string
 }
 
 // ControlPlane is a running local control plane.
@@ -89,22 +90,27 @@ type ControlPlane struct {
 	hncWebhooks *envtest.WebhookInstallOptions
 	components  []*component
 	// readiness checks a restarted component (StartComponent) by name.
-	readiness        map[string]func(context.Context) error
-	deployed         *deployment
-	manager          *component
-	managerArgs      []string
-	managerMetrics   string
-	hncMetrics       string
-	stopSecretVolume func()
-	kpack            *Kpack
-	node             *node
-	kubeletClient    kubeletClient
-	cfAPIURL         string
+	readiness     map[string]func(context.Context) error
+	hncMetrics    string
+	kpack         *Kpack
+	node          *node
+	network       *podNetwork
+	kubeletClient kubeletClient
+	platform      *platform
+	// cfhncImage is the build of cf-hnc's image that Start began.
+	cfhncImage    *imageBuild
+	deployedImage string
+	cfAPIForward  *serviceForward
+	cfAPICert     keyPair
+	cfAPICA       string
 }
 
 // Start starts the components in dependency order and waits until each is ready. On error it
 // stops whatever it started and says which component failed and where its log is.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	if err := requireForCFHNC(opts); err != nil {
+		return nil, err
+	}
 	p, err := findPaths(opts)
 	if err != nil {
 		return nil, err
@@ -119,22 +125,28 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			cp = nil
 		}
 	}()
+	if opts.CFHNC {
+		// Built while the rest starts: compiling the manager is the longest step on a cold cache.
+		cp.cfhncImage = cp.buildCFHNCImage(context.WithoutCancel(ctx), filepath.Join(p.workDir, "images", "cf-hnc"), 0)
+	}
 	steps := []struct {
 		enabled bool
 		run     func(context.Context) error
 	}{
+		{opts.Node, cp.prepareNode},
 		{true, cp.startAPIServer},
+		{opts.Node, cp.forwardToAPIServer},
 		{opts.ControllerManager, cp.startControllerManager},
+		{opts.Node, cp.startRegistry},
+		{opts.Node, cp.startNode},
 		{opts.HNC, cp.startHNC},
 		{opts.HNC, cp.installRoot},
-		{opts.Webhooks && opts.Manager == "", cp.prepareCFHNCWebhooks},
+		{opts.Webhooks && !opts.CFHNC, cp.prepareCFHNCWebhooks},
 		{opts.Kpack, cp.startKpack},
-		{opts.Node, cp.startNode},
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},
-		{opts.Manager != "", cp.Deploy},
-		{opts.Manager != "", cp.StartManager},
-		{opts.DefaultBuilder && opts.Manager != "", cp.waitForDefaultClusterBuilder},
-		{opts.CFAPI != "" && opts.Manager != "", func(ctx context.Context) error { return cp.StartCFAPI(ctx, opts.CFAPI, opts.CFAPIAddress) }},
+		{opts.CFHNC, cp.Deploy},
+		{opts.DefaultBuilder && opts.CFHNC, cp.waitForDefaultClusterBuilder},
+		{opts.CFHNC, cp.exposeCFAPI},
 	}
 	for _, step := range steps {
 		if step.enabled {
@@ -152,9 +164,18 @@ func (cp *ControlPlane) installRoot(ctx context.Context) error {
 	return cp.applyKustomization(ctx, "root")
 }
 
-// Stop ends every component in reverse start order and removes temporary state.
+// Stop ends every component in reverse start order and removes temporary state. The platform's
+// pods end with the node; their logs are saved first.
 func (cp *ControlPlane) Stop() {
-	cp.StopManager()
+	if cp.cfAPIForward != nil {
+		cp.cfAPIForward.close()
+		cp.cfAPIForward = nil
+	}
+	if cp.cfhncImage != nil {
+		cp.cfhncImage.cancel()
+		<-cp.cfhncImage.done
+	}
+	cp.savePlatformLogs(context.Background())
 	cp.stopNode()
 	if cp.kpack != nil {
 		cp.kpack.close()
@@ -177,18 +198,18 @@ func (cp *ControlPlane) Stop() {
 	_ = os.Remove(cp.paths.pidFile())
 }
 
-// Healthy returns an error naming the first component that is no longer running, with its log.
+// Healthy returns an error naming each component that is no longer running, with its log: a
+// host process that ended, or a platform pod that cannot run (crashing, its image not pulled).
 func (cp *ControlPlane) Healthy() error {
-	all := cp.components
-	if cp.manager != nil {
-		all = append(all, cp.manager)
-	}
 	var errs []error
-	for _, c := range all {
+	for _, c := range cp.components {
 		if err := c.alive(); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs = append(errs, cp.unhealthyPlatform(ctx))
 	return errors.Join(errs...)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
@@ -80,11 +79,11 @@ func (cp *ControlPlane) placeDefaultBuilder(ctx context.Context) error {
 // manager made of the default Builder, so that builds start at once.
 func (cp *ControlPlane) waitForDefaultClusterBuilder(ctx context.Context) error {
 	clusterBuilder := &kpackv1alpha2.ClusterBuilder{ObjectMeta: metav1.ObjectMeta{Name: buildconfig.ClusterBuilderName(RootNamespace, DefaultBuilder)}}
-	return cp.kpack.controller.waitUntil(ctx, time.Minute, clusterBuilder.Name+" Ready", cp.kpackReady(clusterBuilder))
+	return cp.waitKpackReady(ctx, clusterBuilder)
 }
 
 // Builder is a namespaced Builder on the seeded stack and store with every seeded buildpack,
-// every default set explicitly: kpack's defaulting webhook does not run here. Its order is Cloud
+// every default set explicitly, as cf-hnc sets them on what it makes. Its order is Cloud
 // Foundry's detection: one group per buildpack, in the operator's order (Go, Java, Node.js,
 // Procfile), so that the first buildpack that detects an app builds it alone. One group with
 // every buildpack optional would run every buildpack that detects.

@@ -15,9 +15,15 @@ import (
 // Faults: the failures a cluster meets, played on the local control plane so that tests can
 // show that cf-hnc loses nothing and converges without manual action.
 
-// StopComponent stops a component (for example "hnc-manager" or "kpack-controller") as an
-// outage would; StartComponent starts it again with the same arguments.
-func (cp *ControlPlane) StopComponent(name string) error {
+// StopComponent stops a component as an outage would: a host process (for example
+// "kube-controller-manager") ends; a platform Deployment ("hnc-manager", "kpack-controller",
+// "kpack-webhook", "cf-hnc-manager", "cf-api") is scaled to zero and its last pod is waited
+// for. StartComponent starts it again.
+func (cp *ControlPlane) StopComponent(ctx context.Context, name string) error {
+	if d, ok := cp.platformDeployment(name); ok {
+		cp.platform.stopped[d] = true
+		return cp.scale(ctx, d, 0)
+	}
 	c, err := cp.component(name)
 	if err != nil {
 		return err
@@ -26,9 +32,16 @@ func (cp *ControlPlane) StopComponent(name string) error {
 	return nil
 }
 
-// StartComponent starts a stopped component again, and waits until its process is up and,
-// for HNC, until its webhooks answer.
+// StartComponent starts a stopped component again: a host process with the same arguments, a
+// platform Deployment scaled back to its replicas; it waits until the component is ready.
 func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
+	if d, ok := cp.platformDeployment(name); ok {
+		if err := cp.scale(ctx, d, cp.platform.replicas[d]); err != nil {
+			return err
+		}
+		delete(cp.platform.stopped, d)
+		return nil
+	}
 	for i, c := range cp.components {
 		if c.name != name {
 			continue
@@ -38,9 +51,6 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 			return err
 		}
 		cp.components[i] = restarted
-		if cp.kpack != nil && cp.kpack.controller == c {
-			cp.kpack.controller = restarted
-		}
 		cp.paths.recordPID(name, restarted.pid())
 		if cp.node != nil && (name == "containerd" || name == "kubelet") {
 			if err := joinNodeCgroup(cp.node.layout.cgroup, restarted.pid()); err != nil {
@@ -65,9 +75,13 @@ func (cp *ControlPlane) readyWhen(name string, check func(context.Context) error
 	return check
 }
 
-// KillComponent ends a component's processes at once (SIGKILL), as a crash would; for
-// containerd, its shims and the containers keep running, as they do on a real node.
-func (cp *ControlPlane) KillComponent(name string) error {
+// KillComponent ends a component at once, as a crash would: a host process's (SIGKILL; for
+// containerd, its shims and the containers keep running, as they do on a real node), or every
+// pod of a platform Deployment, deleted with no grace period (the Deployment makes new ones).
+func (cp *ControlPlane) KillComponent(ctx context.Context, name string) error {
+	if d, ok := cp.platformDeployment(name); ok {
+		return cp.deletePods(ctx, d, func(*corev1.Pod) bool { return true })
+	}
 	c, err := cp.component(name)
 	if err != nil {
 		return err
@@ -110,19 +124,6 @@ func (cp *ControlPlane) SetNodeDiskPressure(ctx context.Context, on bool) error 
 		}
 		return fmt.Errorf("node %s does not report DiskPressure %v yet", nodeName, on)
 	})
-}
-
-// KillManager ends the cf-hnc manager process at once (SIGKILL), as a crash would; unlike
-// StopManager it gives the manager no chance to finish what it is doing.
-func (cp *ControlPlane) KillManager() {
-	if cp.manager != nil {
-		cp.manager.kill()
-		cp.manager = nil
-	}
-	if cp.stopSecretVolume != nil {
-		cp.stopSecretVolume()
-		cp.stopSecretVolume = nil
-	}
 }
 
 // RestartAPIServer kills kube-apiserver, as a crashed control-plane node would, and starts it

@@ -3,7 +3,9 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,15 +17,53 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 	"sigs.k8s.io/yaml"
+
+	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
-// startHNC runs the HNC manager with its webhooks and applies config/hnc. HNC writes bypass its
-// own webhooks only for members of system:serviceaccounts:hnc-system, so its user is one.
+// startHNC runs HNC with its webhooks and config/hnc's flags and configuration: with a node, as
+// its release's Deployment (installHNC); without, the HNC manager binary as a host process.
 func (cp *ControlPlane) startHNC(ctx context.Context) error {
+	if cp.opts.Node {
+		return cp.installHNC(ctx)
+	}
+	return cp.startHNCProcess(ctx)
+}
+
+// installHNC publishes HNC's image (hack/tools.sh builds it) and applies HNC's release with
+// config/hnc's changes (install.BuildHNC), as docs/install.md has an operator install it; then
+// it waits until HNC serves and reports every configured resource.
+func (cp *ControlPlane) installHNC(ctx context.Context) error {
+	layout, err := cp.paths.binary("hnc-image")
+	if err != nil {
+		return err
+	}
+	image, err := cp.kpack.Registry.PublishLayoutImage(ctx, layout, "", "hnc/manager", "v1.1.0-cf-hnc")
+	if err != nil {
+		return err
+	}
+	objs, err := cp.paths.hncRelease(image.Pinned())
+	if err != nil {
+		return err
+	}
+	if err := cp.applyPlatform(ctx, objs); err != nil {
+		return fmt.Errorf("installing HNC: %w", err)
+	}
+	if err := cp.waitRolledOut(ctx, hncDeployment); err != nil {
+		return err
+	}
+	return cp.waitHNCConfigured(ctx)
+}
+
+// startHNCProcess runs the HNC manager with its webhooks as a host process and applies
+// config/hnc. HNC writes bypass its own webhooks only for members of
+// system:serviceaccounts:hnc-system, so its user is one.
+func (cp *ControlPlane) startHNCProcess(ctx context.Context) error {
 	binary, err := cp.paths.binary("hnc-manager")
 	if err != nil {
 		return err
@@ -83,15 +123,11 @@ func (cp *ControlPlane) startHNC(ctx context.Context) error {
 	return cp.configureHNC(ctx, hnc)
 }
 
-// hncObjectsWebhookPatch is config/hnc's patch of HNC's ValidatingWebhookConfiguration: the
-// object webhook called only for the kinds HNC propagates.
-const hncObjectsWebhookPatch = "objects-webhook.yaml"
-
 // patchHNCWebhooks applies config/hnc's patch to the webhook configurations that HNC's release
 // builds, as an operator applies it to HNC's installed one (a strategic merge patch: webhooks
 // merge by name, and a webhook's rules are replaced).
 func (p paths) patchHNCWebhooks(webhooks *envtest.WebhookInstallOptions) error {
-	file := p.config("hnc", hncObjectsWebhookPatch)
+	file := p.config("hnc", install.HNCObjectsWebhookPatch)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -126,8 +162,23 @@ func (p paths) patchHNCWebhooks(webhooks *envtest.WebhookInstallOptions) error {
 	return fmt.Errorf("%s patches %s, which HNC's release does not make", file, target.Name)
 }
 
-// HNCMetrics is the address of the HNC manager's metrics endpoint (plain HTTP, loopback).
-func (cp *ControlPlane) HNCMetrics() string { return cp.hncMetrics }
+// HNCMetrics is the address of the HNC manager's metrics endpoint (plain HTTP): its pod's, or
+// with no node its process's on loopback.
+func (cp *ControlPlane) HNCMetrics(ctx context.Context) (string, error) {
+	if cp.platform == nil {
+		return cp.hncMetrics, nil
+	}
+	pods, err := cp.podsOf(ctx, hncDeployment)
+	if err != nil {
+		return "", err
+	}
+	for _, pod := range pods {
+		if podReady(&pod) && pod.DeletionTimestamp == nil {
+			return net.JoinHostPort(pod.Status.PodIP, "8080"), nil
+		}
+	}
+	return "", errors.New("no pod of HNC's manager is ready")
+}
 
 // hncInClusterFlags are HNC manager flags of config/hnc that the control plane sets itself or
 // leaves out: the addresses, which it binds to loopback, and HNC's management of its own webhook
@@ -160,20 +211,36 @@ func (cp *ControlPlane) configureHNC(ctx context.Context, hnc *component) error 
 	if err := cp.applyKustomization(ctx, "hnc"); err != nil {
 		return err
 	}
-	return hnc.waitUntil(ctx, time.Minute, "configured", func(ctx context.Context) error {
-		config := &hncv1alpha2.HNCConfiguration{}
-		if err := cp.Client.Get(ctx, client.ObjectKey{Name: hncv1alpha2.HNCConfigSingleton}, config); err != nil {
-			return err
-		}
-		reported := map[string]bool{}
-		for _, r := range config.Status.Resources {
-			reported[r.Group+"/"+r.Resource] = true
-		}
-		for _, r := range config.Spec.Resources {
-			if !reported[r.Group+"/"+r.Resource] {
-				return fmt.Errorf("HNC does not report %s/%s yet", r.Group, r.Resource)
-			}
-		}
-		return nil
+	return hnc.waitUntil(ctx, time.Minute, "configured", cp.hncConfigured)
+}
+
+// waitHNCConfigured waits until HNC's pod reports every resource of its configuration.
+func (cp *ControlPlane) waitHNCConfigured(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = cp.hncConfigured(ctx)
+		return last == nil, nil
 	})
+	if err != nil {
+		return fmt.Errorf("HNC is not configured: %v%s", last, cp.describePods(ctx, hncDeployment))
+	}
+	return nil
+}
+
+// hncConfigured checks that HNC reports every resource of its configuration.
+func (cp *ControlPlane) hncConfigured(ctx context.Context) error {
+	config := &hncv1alpha2.HNCConfiguration{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: hncv1alpha2.HNCConfigSingleton}, config); err != nil {
+		return err
+	}
+	reported := map[string]bool{}
+	for _, r := range config.Status.Resources {
+		reported[r.Group+"/"+r.Resource] = true
+	}
+	for _, r := range config.Spec.Resources {
+		if !reported[r.Group+"/"+r.Resource] {
+			return fmt.Errorf("HNC does not report %s/%s yet", r.Group, r.Resource)
+		}
+	}
+	return nil
 }

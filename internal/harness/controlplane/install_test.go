@@ -2,82 +2,99 @@ package controlplane
 
 import (
 	"slices"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"code.cloudfoundry.org/cf-hnc/internal/install"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
-var _ = Describe("the cf-hnc manager on the local control plane", func() {
-	var objs []*unstructured.Unstructured
+var _ = Describe("HNC's and kpack's releases, as the node installs them", func() {
+	var p paths
 
 	BeforeEach(func() {
-		p, err := findPaths(Options{})
-		Expect(err).NotTo(HaveOccurred())
-		objs, err = install.Build(p.config(), install.Default, "")
+		var err error
+		p, err = findPaths(Options{})
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	It("runs with every flag of the Deployment, changing only the out-of-cluster ones", func() {
-		container, err := install.ManagerContainerOf(objs)
-		Expect(err).NotTo(HaveOccurred())
-		local := map[string]string{}
-		for _, name := range outOfClusterFlags {
-			local[name] = "local-" + name
-		}
-		args, err := install.OverrideArgs(container.Args, local, outOfClusterFlags)
-		Expect(err).NotTo(HaveOccurred())
-
-		deployed := map[string]string{}
-		for _, arg := range container.Args {
-			name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-			deployed[name] = value
-		}
-		for _, arg := range args {
-			name, value, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-			if slices.Contains(outOfClusterFlags, name) {
-				Expect(value).To(Equal("local-"+name), "--%s is set for out of cluster", name)
-				continue
+	deploymentIn := func(objs []*unstructured.Unstructured, namespace, name string) *appsv1.Deployment {
+		GinkgoHelper()
+		for _, obj := range objs {
+			if obj.GetKind() == "Deployment" && obj.GetNamespace() == namespace && obj.GetName() == name {
+				d := &appsv1.Deployment{}
+				Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d)).To(Succeed())
+				return d
 			}
-			Expect(deployed).To(HaveKeyWithValue(name, value), "--%s is the Deployment's", name)
-			delete(deployed, name)
 		}
-		for name := range deployed {
-			Expect(outOfClusterFlags).To(ContainElement(name), "the Deployment's --%s is passed on", name)
-		}
-		Expect(deployed).NotTo(HaveKey("leader-elect"))
-	})
+		Fail("no Deployment " + namespace + "/" + name)
+		return nil
+	}
 
-	It("has its webhooks called at a local URL, with the path of their Service reference", func() {
-		var config *unstructured.Unstructured
+	It("runs HNC's release with config/hnc's flags and the local image", func() {
+		objs, err := p.hncRelease("10.213.1.1:5000/cnb/hnc/manager@sha256:0123")
+		Expect(err).NotTo(HaveOccurred())
+		manager := deploymentIn(objs, hncDeployment.namespace, hncDeployment.name).Spec.Template.Spec.Containers[0]
+		Expect(manager.Image).To(Equal("10.213.1.1:5000/cnb/hnc/manager@sha256:0123"))
+		expected, err := p.hncArgs()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(manager.Args).To(ContainElements(expected), "config/hnc/manager-args.yaml")
+		Expect(manager.Args).To(ContainElements("--enable-internal-cert-management", "--cert-restart-on-secret-refresh"))
+		var objects *unstructured.Unstructured
 		for _, obj := range objs {
 			if obj.GetKind() == "ValidatingWebhookConfiguration" {
-				config = obj
+				objects = obj
 			}
 		}
-		Expect(config).NotTo(BeNil())
-		before, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
-
-		local, err := localWebhooks(config, "https://localhost:4321")
-		Expect(err).NotTo(HaveOccurred())
-		hooks, _, _ := unstructured.NestedSlice(local.Object, "webhooks")
-		Expect(hooks).To(HaveLen(len(before)))
-		for i, h := range hooks {
-			path, _, _ := unstructured.NestedString(before[i].(map[string]any), "clientConfig", "service", "path")
-			clientConfig, _, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig")
-			Expect(clientConfig).To(Equal(map[string]any{"url": "https://localhost:4321" + path}))
+		Expect(objects).NotTo(BeNil())
+		hooks, _, _ := unstructured.NestedSlice(objects.Object, "webhooks")
+		Expect(hooks).To(ContainElement(HaveKeyWithValue("name", "objects.hnc.x-k8s.io")))
+		for _, h := range hooks {
+			hook := h.(map[string]any)
+			if hook["name"] == "objects.hnc.x-k8s.io" {
+				rules, _, _ := unstructured.NestedSlice(hook, "rules")
+				Expect(rules).NotTo(ContainElement(HaveKeyWithValue("resources", ContainElement("*"))),
+					"config/hnc narrows the object webhook to the kinds HNC propagates")
+			}
 		}
-		after, _, _ := unstructured.NestedSlice(config.Object, "webhooks")
-		Expect(after).To(Equal(before), "the built object is not changed")
 	})
 
-	It("refuses a webhook without a Service path, rather than calling the wrong URL", func() {
-		config := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "hooks"},
-			"webhooks": []any{map[string]any{"name": "v.example.org", "clientConfig": map[string]any{"url": "https://elsewhere"}}}}}
-		_, err := localWebhooks(config, "https://localhost:1")
-		Expect(err).To(MatchError(ContainSubstring("v.example.org has no clientConfig.service.path")))
+	It("renders kpack's release with every value its templates ask for", func() {
+		values := map[string]string{"kpack_version": "v0.18.0"}
+		for _, image := range []string{"controller", "webhook", "build_init", "build_waiter", "rebase", "completion", "lifecycle"} {
+			values[image+".image"] = "10.213.1.1:5000/cnb/kpack/" + image + "@sha256:0123"
+		}
+		objs, err := p.kpackRelease(values)
+		Expect(err).NotTo(HaveOccurred())
+		controller := deploymentIn(objs, kpackController.namespace, kpackController.name)
+		Expect(controller.Spec.Template.Spec.Containers[0].Image).To(Equal(values["controller.image"]))
+		Expect(controller.Spec.Template.Labels).To(HaveKeyWithValue("version", "v0.18.0"))
+		Expect(deploymentIn(objs, kpackWebhook.namespace, kpackWebhook.name).Spec.Template.Spec.Containers[0].Image).
+			To(Equal(values["webhook.image"]))
+		var rebase *corev1.ConfigMap
+		for _, obj := range objs {
+			if obj.GetKind() == "ConfigMap" && obj.GetName() == "rebase-image" {
+				rebase = &corev1.ConfigMap{}
+				Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, rebase)).To(Succeed())
+			}
+		}
+		Expect(rebase).NotTo(BeNil())
+		Expect(rebase.Data).To(HaveKeyWithValue("image", values["rebase.image"]))
+		Expect(slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "CustomResourceDefinition" })).
+			To(BeTrue(), "the release installs kpack's CRDs")
+
+		delete(values, "rebase.image")
+		_, err = p.kpackRelease(values)
+		Expect(err).To(MatchError(ContainSubstring("no value for data.values.rebase.image")))
+	})
+
+	It("refuses a ytt directive it cannot render, rather than dropping it", func() {
+		_, err := renderKpackTemplate([]byte("#@ load(\"@ytt:data\", \"data\")\n#@ if data.values.x:\nkind: ConfigMap\n"), nil)
+		Expect(err).To(MatchError(ContainSubstring("#@ if data.values.x:")))
+		out, err := renderKpackTemplate([]byte("data:\n  image: #@ data.values.rebase.image\n"), map[string]string{"rebase.image": "r@sha256:1"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).To(Equal("data:\n  image: r@sha256:1\n"))
 	})
 })

@@ -17,7 +17,9 @@ import (
 // and cf-hnc's aggregated CF roles), statefulset (makes the pods of app instances, which a
 // node then runs; without one they stay pending, and the suites without a node see that) and
 // resourcequota (computes each ResourceQuota's usage and limits into its status: the apiserver
-// enforces only the limits in a quota's status, so without it no quota holds).
+// enforces only the limits in a quota's status, so without it no quota holds) and
+// validatingadmissionpolicy-status-controller (type-checks each ValidatingAdmissionPolicy into
+// its status.typeChecking, where a policy's warnings show).
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	binary, err := cp.paths.binary("kube-controller-manager")
 	if err != nil {
@@ -34,12 +36,15 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 	}
-	controllers := "namespace,garbagecollector,serviceaccount,clusterrole-aggregation,statefulset,resourcequota"
+	controllers := "namespace,garbagecollector,serviceaccount,clusterrole-aggregation,statefulset,resourcequota,validatingadmissionpolicy-status-controller"
 	if cp.opts.Node {
 		// With a node: its lifecycle (else it keeps its not-ready taint), the garbage
-		// collection of pods of a gone node, and each namespace's kube-root-ca.crt, which every
-		// pod's ServiceAccount token volume mounts.
-		controllers += ",nodelifecycle,podgc,root-ca-cert-publisher"
+		// collection of pods of a gone node, each namespace's kube-root-ca.crt (which every
+		// pod's ServiceAccount token volume mounts, and in-cluster clients trust the apiserver
+		// with), and what runs the platform's Deployments: their ReplicaSets and pods, the
+		// EndpointSlices of their Services (through which the apiserver calls webhooks), and
+		// the status of the manager's PodDisruptionBudget.
+		controllers += ",nodelifecycle,podgc,root-ca-cert-publisher,deployment,replicaset,endpointslice,disruption"
 		caFile := filepath.Join(cp.paths.workDir, "apiserver", "ca.crt")
 		if err := os.WriteFile(caFile, cp.env.ControlPlane.APIServer.SecureServing.CA, 0o644); err != nil {
 			return err

@@ -7,15 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1alpha1 "github.com/pivotal/kpack/pkg/apis/core/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"code.cloudfoundry.org/cf-hnc/internal/harness/registry"
@@ -28,14 +27,17 @@ const (
 	Stack = "cflinuxfs4"
 	// Store is the name of the ClusterStore that holds every seeded buildpack.
 	Store = "default"
-	// lifecycleName is the ClusterLifecycle that kpack 0.17+ requires.
+	// lifecycleName is the ClusterLifecycle that kpack 0.17+ requires; its release makes it.
 	lifecycleName = "default-lifecycle"
+	// kpackVersion is the kpack release installed on the node (its module's version in go.mod).
+	kpackVersion = "v0.18.0"
 )
 
 // Kpack is the kpack side of the local control plane: the registry and the images seeded in
 // it, and the cluster-scoped objects made from them, all Ready.
 type Kpack struct {
-	// Registry is the in-memory OCI registry on loopback.
+	// Registry is the in-memory OCI registry on loopback, which pods reach at the host's
+	// address on the pod network (Host()).
 	Registry *registry.Registry
 	// Images are the seeded stack, lifecycle and buildpack images.
 	Images registry.Images
@@ -46,8 +48,6 @@ type Kpack struct {
 	mu sync.Mutex
 	// releases counts the versions UpgradeBuildpack published, by buildpack id.
 	releases map[string]int
-
-	controller *component
 }
 
 func (k *Kpack) close() {
@@ -56,22 +56,22 @@ func (k *Kpack) close() {
 	}
 }
 
-// startKpack starts the registry and the kpack controller, then creates the ClusterLifecycle,
-// ClusterStack and ClusterStore and waits until kpack reports them Ready.
-func (cp *ControlPlane) startKpack(ctx context.Context) error {
-	binary, err := cp.paths.binary("kpack-controller")
-	if err != nil {
-		return err
-	}
+// startRegistry starts the registry, named by the host's address on the pod network and
+// forwarded there (podnetwork.go), and seeds it with the stack, the lifecycle, cf-hnc's
+// buildpacks, kpack's images of build pods and the pause image.
+func (cp *ControlPlane) startRegistry(ctx context.Context) error {
 	registryLog, err := os.Create(filepath.Join(cp.paths.logDir(), "registry.log"))
 	if err != nil {
 		return err
 	}
-	reg, err := registry.Start(context.WithoutCancel(ctx), registry.Options{Log: registryLog})
+	reg, err := registry.Start(context.WithoutCancel(ctx), registry.Options{Log: registryLog, Host: cp.network.host})
 	if err != nil {
 		return fmt.Errorf("registry: %w; see %s", err, registryLog.Name())
 	}
 	cp.kpack = &Kpack{Registry: reg, releases: map[string]int{}}
+	if err := cp.network.forward(cp.network.host, reg.Port(), reg.Port()); err != nil {
+		return err
+	}
 	sources, err := cp.paths.seedSources(ctx)
 	if err != nil {
 		return err
@@ -79,68 +79,62 @@ func (cp *ControlPlane) startKpack(ctx context.Context) error {
 	if cp.kpack.Images, err = reg.Seed(ctx, sources); err != nil {
 		return fmt.Errorf("registry: seeding images: %w; see %s", err, registryLog.Name())
 	}
-	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kpackNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	kubeconfig, err := cp.userKubeconfig(kpackUser, "system:masters")
+	return nil
+}
+
+// startKpack installs kpack's release on the node with its images from the registry, as
+// docs/install.md has an operator install it, then creates the ClusterStack and ClusterStore and
+// waits until kpack reports them and its release's ClusterLifecycle Ready.
+func (cp *ControlPlane) startKpack(ctx context.Context) error {
+	layout, err := cp.paths.binary("kpack-images")
 	if err != nil {
 		return err
 	}
-	profiling, metrics, err := freeLoopbackAddrs()
+	values := map[string]string{
+		"kpack_version":      kpackVersion,
+		"build_init.image":   cp.kpack.Images.Kpack.BuildInit.Pinned(),
+		"build_waiter.image": cp.kpack.Images.Kpack.BuildWaiter.Pinned(),
+		"rebase.image":       cp.kpack.Images.Kpack.Rebase.Pinned(),
+		"completion.image":   cp.kpack.Images.Kpack.Completion.Pinned(),
+		"lifecycle.image":    cp.kpack.Images.Lifecycle.Image.Tag,
+	}
+	for _, name := range []string{"controller", "webhook"} {
+		ref, err := cp.kpack.Registry.PublishLayoutImage(ctx, layout, name, "kpack/"+name, kpackVersion)
+		if err != nil {
+			return err
+		}
+		values[name+".image"] = ref.Pinned()
+	}
+	objs, err := cp.paths.kpackRelease(values)
 	if err != nil {
 		return err
 	}
-	// kpack writes a temporary file for each layer of each builder image it makes and never
-	// removes them: keep them in the work directory, emptied at every start.
-	tmp := filepath.Join(cp.paths.workDir, "kpack-tmp")
-	if err := emptyDir(tmp); err != nil {
-		return err
+	if err := cp.applyPlatform(ctx, objs); err != nil {
+		return fmt.Errorf("installing kpack: %w", err)
 	}
-	controller, err := startComponent("kpack-controller", cp.paths.logDir(), binary,
-		[]string{"--kubeconfig=" + kubeconfig},
-		[]string{
-			"SYSTEM_NAMESPACE=" + kpackNamespace,
-			"SYSTEM_SERVICE_ACCOUNT=controller",
-			// As kpack's release configures them, by digest.
-			"BUILD_INIT_IMAGE=" + cp.kpack.Images.Kpack.BuildInit.Pinned(),
-			"BUILD_WAITER_IMAGE=" + cp.kpack.Images.Kpack.BuildWaiter.Pinned(),
-			"REBASE_IMAGE=" + cp.kpack.Images.Kpack.Rebase.Pinned(),
-			"COMPLETION_IMAGE=" + cp.kpack.Images.Kpack.Completion.Pinned(),
-			"PROFILING_PORT=" + strconv.Itoa(port(profiling)),
-			"METRICS_PROMETHEUS_HOST=127.0.0.1",
-			"METRICS_PROMETHEUS_PORT=" + strconv.Itoa(port(metrics)),
-			"TMPDIR=" + tmp,
-		})
-	if err != nil {
-		return err
+	for _, d := range []platformDeployment{kpackWebhook, kpackController} {
+		if err := cp.waitRolledOut(ctx, d); err != nil {
+			return err
+		}
 	}
-	cp.track(controller)
-	cp.kpack.controller = controller
 	for _, obj := range cp.kpack.clusterObjects() {
 		if err := cp.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
-		if err := controller.waitUntil(ctx, time.Minute, obj.GetName()+" Ready", cp.kpackReady(obj)); err != nil {
+		if err := cp.waitKpackReady(ctx, obj); err != nil {
 			return err
 		}
 	}
-	return nil
+	return cp.waitKpackReady(ctx, &kpackv1alpha2.ClusterLifecycle{ObjectMeta: metav1.ObjectMeta{Name: lifecycleName}})
 }
 
-// clusterObjects are the ClusterLifecycle, ClusterStack and ClusterStore made from the seeded
-// images, in the order kpack needs them.
+// clusterObjects are the ClusterStack and ClusterStore made from the seeded images.
 func (k *Kpack) clusterObjects() []client.Object {
 	var sources []corev1alpha1.ImageSource
 	for _, bp := range k.Images.Buildpacks {
 		sources = append(sources, corev1alpha1.ImageSource{Image: bp.Image.Tag})
 	}
 	return []client.Object{
-		&kpackv1alpha2.ClusterLifecycle{
-			ObjectMeta: metav1.ObjectMeta{Name: lifecycleName},
-			Spec: kpackv1alpha2.ClusterLifecycleSpec{
-				ImageSource: corev1alpha1.ImageSource{Image: k.Images.Lifecycle.Image.Tag},
-			},
-		},
 		&kpackv1alpha2.ClusterStack{
 			ObjectMeta: metav1.ObjectMeta{Name: Stack},
 			Spec: kpackv1alpha2.ClusterStackSpec{
@@ -154,6 +148,19 @@ func (k *Kpack) clusterObjects() []client.Object {
 			Spec:       kpackv1alpha2.ClusterStoreSpec{Sources: sources},
 		},
 	}
+}
+
+// waitKpackReady waits until kpack reports obj Ready at its generation.
+func (cp *ControlPlane) waitKpackReady(ctx context.Context, obj client.Object) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = cp.kpackReady(obj)(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%v%s", last, cp.describePods(ctx, kpackController))
+	}
+	return nil
 }
 
 // kpackReady checks that kpack reports an object Ready at its generation.
@@ -242,7 +249,7 @@ func (cp *ControlPlane) AddStack(ctx context.Context, name, id string) (registry
 	if err := cp.Client.Create(ctx, clusterStack); err != nil && !apierrors.IsAlreadyExists(err) {
 		return stack, err
 	}
-	return stack, cp.kpack.controller.waitUntil(ctx, time.Minute, name+" Ready", cp.kpackReady(clusterStack))
+	return stack, cp.waitKpackReady(ctx, clusterStack)
 }
 
 // WithdrawBuildpack does what an operator does to back out a bad buildpack release: it

@@ -20,7 +20,9 @@ import (
 // logs in the node's directory, runs pods under the node's cgroup with the cgroupfs driver
 // (containerd 1.6 has no other here), and tolerates what this machine is: cgroup v1, swap, one
 // small shared disk (eviction only when it is really full, so that a full disk shows as
-// DiskPressure rather than as evicted builds).
+// DiskPressure rather than as evicted builds). It syncs each pod every 10 s, not every minute:
+// a Secret volume changes only at a pod's sync, and the webhook servers' first certificate,
+// which their own rotators write into a Secret, would otherwise reach them after up to a minute.
 var kubeletConfig = template.Must(template.New("kubelet").Parse(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
@@ -53,6 +55,7 @@ evictionHard:
   nodefs.inodesFree: 1%
   imagefs.available: "{{.DiskThreshold}}"
 evictionPressureTransitionPeriod: 5s
+syncFrequency: 10s
 `))
 
 // startKubelet runs the kubelet as the node's user (system:node:<name>, for the Node

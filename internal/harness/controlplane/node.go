@@ -12,18 +12,21 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The node is a real one: Debian's containerd and runc (hack/node-packages.sh installs them),
 // the kubelet and kube-scheduler built from the pinned Kubernetes module, and a pod network of
-// its own (podnetwork.go). kpack's build pods and Cloud Foundry apps run on it.
+// its own (podnetwork.go). The platform (HNC, kpack, cf-hnc), kpack's build pods and Cloud
+// Foundry apps run on it.
 //
 // What the node leaves on the host is named after the work directory (nodeID), so that a
 // control plane never touches another clone's node: a cgroup /cf-hnc-<id> in every v1
 // hierarchy that holds every process of the node (containerd, its shims, the kubelet and every
 // container), a directory /run/cf-hnc/<id> for sockets and runtime state, the bridge
-// cfhnc<id>, and <WorkDir>/node for images, snapshots, pod volumes and logs. Stop, and the next
+// cfhnc<id> with its iptables chains CFHNC-<id>*, and <WorkDir>/node for images, snapshots,
+// pod volumes and logs. Stop, and the next
 // Start after a run that was killed outright, end every process of that cgroup and remove
 // all of it (residue.go).
 
@@ -78,14 +81,16 @@ func (l nodeLayout) containerdSocket() string { return filepath.Join(l.runDir, "
 func (l nodeLayout) kubeletDir() string       { return filepath.Join(l.dir, "kubelet") }
 func (l nodeLayout) kubeletConfig() string    { return filepath.Join(l.dir, "kubelet.yaml") }
 
-// startNode starts containerd, the pod network, the kubelet and kube-scheduler, and waits until
-// the node is Ready. The registry must run: containerd pulls the pause image from it.
-func (cp *ControlPlane) startNode(ctx context.Context) error {
+// prepareNode removes what an earlier run of this work directory left of its node, and makes
+// the node's directories, cgroup and pod network. It comes before the apiserver, which
+// advertises the host's address on the pod network.
+func (cp *ControlPlane) prepareNode(context.Context) error {
 	if err := nodePrerequisites(); err != nil {
 		return err
 	}
 	layout := newNodeLayout(cp.paths.workDir)
-	if err := removeNodeResidue(layout); err != nil {
+	network := newPodNetwork(layout)
+	if err := removeNodeResidue(layout, network); err != nil {
 		return fmt.Errorf("node: removing what an earlier run left: %w", err)
 	}
 	for _, dir := range []string{layout.dir, layout.runDir} {
@@ -97,18 +102,23 @@ func (cp *ControlPlane) startNode(ctx context.Context) error {
 		return fmt.Errorf("node: %w", err)
 	}
 	cp.node = &node{layout: layout}
-	steps := []func(context.Context) error{
-		cp.startContainerd,
-		cp.startPodNetwork,
-		cp.startKubelet,
-		cp.startScheduler,
-		cp.applyBuildPodNetworkPolicy,
-	}
-	for _, step := range steps {
+	cp.network = &network
+	return network.create(filepath.Join(layout.dir, "cni"), filepath.Join(layout.dir, "cni-ipam"))
+}
+
+// startNode starts containerd, the kubelet and kube-scheduler, and waits until the node is
+// Ready. The registry must run: containerd pulls the pause image from it.
+func (cp *ControlPlane) startNode(ctx context.Context) error {
+	for _, step := range []func(context.Context) error{cp.startContainerd, cp.startKubelet, cp.startScheduler} {
 		if err := step(ctx); err != nil {
 			return err
 		}
 	}
+	clientset, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	cp.platform = &platform{replicas: map[platformDeployment]int32{}, stopped: map[platformDeployment]bool{}, clientset: clientset}
 	return nil
 }
 
@@ -140,10 +150,10 @@ func (cp *ControlPlane) stopNode() {
 			c.stop(10 * time.Second)
 		}
 	}
-	if err := removeNodeResidue(cp.node.layout); err != nil {
+	if err := removeNodeResidue(cp.node.layout, *cp.network); err != nil {
 		fmt.Fprintf(os.Stderr, "controlplane: the node left residue: %v\n", err)
 	}
-	cp.node = nil
+	cp.node, cp.network = nil, nil
 }
 
 // nodeReady checks that the node reports Ready.

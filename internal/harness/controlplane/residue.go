@@ -22,9 +22,10 @@ import (
 // node's processes, by the pids that cgroup lists, and removes what they left.
 
 // removeNodeResidue ends every process of the node's cgroup, unmounts what is mounted below the
-// node's directories, and removes its cgroups, bridge and runtime directory. The node's
-// directory goes too, but for the pod logs. Doing it when nothing is left is cheap.
-func removeNodeResidue(l nodeLayout) error {
+// node's directories, and removes its cgroups (in the unified hierarchy too, where the kubelet
+// makes its own), pod network and runtime directory. The node's directory goes too, but for
+// the pod logs. Doing it when nothing is left is cheap.
+func removeNodeResidue(l nodeLayout, network podNetwork) error {
 	hierarchies, err := cgroupHierarchies()
 	if err != nil {
 		return err
@@ -34,10 +35,14 @@ func removeNodeResidue(l nodeLayout) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, unmountBelow(l.dir, l.runDir))
-	for _, h := range hierarchies {
+	unified, err := unifiedHierarchy()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, h := range append(hierarchies, unified...) {
 		errs = append(errs, removeCgroupTree(filepath.Join(h, l.cgroup)))
 	}
-	errs = append(errs, deleteBridge(l.bridge), os.RemoveAll(l.runDir), removeAllBut(l.dir, "pod-logs"))
+	errs = append(errs, network.remove(), os.RemoveAll(l.runDir), removeAllBut(l.dir, "pod-logs"))
 	return errors.Join(errs...)
 }
 
@@ -58,6 +63,23 @@ func cgroupHierarchies() ([]string, error) {
 		return nil, errors.New("no cgroup v1 hierarchy is mounted: the node runs on cgroup v1 only")
 	}
 	return hierarchies, nil
+}
+
+// unifiedHierarchy is the mount point of the cgroup v2 hierarchy, if one is mounted beside the
+// v1 hierarchies (systemd's hybrid layout, /sys/fs/cgroup/unified): the kubelet makes its
+// kubepods cgroup there too, which nothing else removes.
+func unifiedHierarchy() ([]string, error) {
+	mounts, err := mountInfo()
+	if err != nil {
+		return nil, err
+	}
+	var unified []string
+	for _, m := range mounts {
+		if m.fsType == "cgroup2" {
+			unified = append(unified, m.point)
+		}
+	}
+	return unified, nil
 }
 
 // createNodeCgroup makes the node's cgroup in every hierarchy. A new cpuset cgroup has no

@@ -29,7 +29,7 @@ type Sources struct {
 var kpackImageNames = []string{"build-init", "build-waiter", "completion", "rebase"}
 
 // layoutImage is the image called name (annotation org.opencontainers.image.ref.name) in the
-// OCI image layout at dir.
+// OCI image layout at dir, or with name empty the layout's only image.
 func layoutImage(dir, name string) (v1.Image, error) {
 	path, err := layout.FromPath(dir)
 	if err != nil {
@@ -42,6 +42,12 @@ func layoutImage(dir, name string) (v1.Image, error) {
 	manifest, err := index.IndexManifest()
 	if err != nil {
 		return nil, err
+	}
+	if name == "" {
+		if len(manifest.Manifests) != 1 {
+			return nil, fmt.Errorf("the image layout %s holds %d images, not one", dir, len(manifest.Manifests))
+		}
+		return index.Image(manifest.Manifests[0].Digest)
 	}
 	for _, desc := range manifest.Manifests {
 		if desc.Annotations["org.opencontainers.image.ref.name"] == name {

@@ -166,6 +166,17 @@ func (r *Registry) publishKpackImages(ctx context.Context, src Sources) (KpackIm
 	return images, nil
 }
 
+// PublishLayoutImage publishes the image called name of the OCI image layout at dir (with name
+// empty, its only image) as repo:tag under the public prefix: the platform's own images (cf-hnc,
+// HNC's and kpack's controllers), which the node pulls without credentials.
+func (r *Registry) PublishLayoutImage(ctx context.Context, dir, name, repo, tag string) (Ref, error) {
+	img, err := layoutImage(dir, name)
+	if err != nil {
+		return Ref{}, err
+	}
+	return r.push(ctx, repo, tag, img)
+}
+
 // seeded returns the sources of the last Seed.
 func (r *Registry) seeded() (Sources, error) {
 	r.mu.Lock()

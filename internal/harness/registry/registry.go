@@ -36,6 +36,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -55,6 +56,11 @@ type Options struct {
 	// Log receives one line per request: the user ("-" when anonymous), method, path and
 	// status. Nil discards them.
 	Log io.Writer
+	// Host is the address image references and docker credentials name the registry by, with
+	// the registry's port: an address that the network forwards to the registry's loopback
+	// port, so that pods reach it at the same name as the host (the local control plane's pod
+	// network). Nil: 127.0.0.1.
+	Host net.IP
 }
 
 // Registry is a running in-memory registry. Its contents are lost when it stops.
@@ -104,8 +110,12 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on loopback: %w", err)
 	}
+	host := listener.Addr().String()
+	if opts.Host != nil {
+		host = net.JoinHostPort(opts.Host.String(), strconv.Itoa(listener.Addr().(*net.TCPAddr).Port))
+	}
 	r := &Registry{
-		host: listener.Addr().String(),
+		host: host,
 		server: &http.Server{
 			Handler:           g,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -126,9 +136,16 @@ func Start(ctx context.Context, opts Options) (*Registry, error) {
 	return r, nil
 }
 
-// Host is the registry's address, "127.0.0.1:PORT", as image references and docker
-// credentials name it.
+// Host is the registry's address, "127.0.0.1:PORT" (or Options.Host and the port), as image
+// references and docker credentials name it.
 func (r *Registry) Host() string { return r.host }
+
+// Port is the loopback port the registry listens on.
+func (r *Registry) Port() int {
+	_, port, _ := net.SplitHostPort(r.host)
+	n, _ := strconv.Atoi(port)
+	return n
+}
 
 // Close stops the registry and drops open connections. Calling it again does nothing.
 func (r *Registry) Close() error {

@@ -1,7 +1,8 @@
-// Command kpack-images builds the images that kpack's build and rebase pods run (build-init,
-// build-waiter, completion, rebase) from kpack's own module with ko's library, without Docker
-// and without the internet, and writes them into one OCI image layout, each annotated with
-// org.opencontainers.image.ref.name=<name>.
+// Command kpack-images builds kpack's images from kpack's own module with ko's library, without
+// Docker and without the internet: the controller and the webhook that kpack's release
+// Deployments run, and the images that kpack's build and rebase pods run (build-init,
+// build-waiter, completion, rebase). It writes them into one OCI image layout, each annotated
+// with org.opencontainers.image.ref.name=<name>.
 //
 // The commands are built in --module, a module that requires kpack and pins its dependencies
 // (hack/tools/kpack), onto the in-process base of internal/baseimage, as the user 65532:
@@ -26,6 +27,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -38,8 +40,12 @@ import (
 
 const kpackCmd = "github.com/pivotal/kpack/cmd/"
 
-// images are kpack's pod images, by the name of their command.
-var images = []string{"build-init", "build-waiter", "completion", "rebase"}
+// podImages are the images of kpack's build and rebase pods, by the name of their command.
+var podImages = []string{"build-init", "build-waiter", "completion", "rebase"}
+
+// deploymentImages are the images of kpack's release Deployments (config/controller.yaml and
+// config/webhook.yaml of kpack's module), which run their entrypoint.
+var deploymentImages = []string{"controller", "webhook"}
 
 func main() {
 	var (
@@ -78,12 +84,17 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, cmd := range images {
-		img, err := baseimage.ImageWithLink(ctx, builder, "ko://"+kpackCmd+cmd, baseimage.LinkedCommand{
-			Path:      path.Join("cnb/process", cmd),
-			CreatedBy: "kpack-images",
-			Comment:   "/cnb/process/" + cmd + ", where kpack's build pods run it",
-		}, created)
+	for _, cmd := range append(podImages, deploymentImages...) {
+		var img v1.Image
+		if slices.Contains(podImages, cmd) {
+			img, err = baseimage.ImageWithLink(ctx, builder, "ko://"+kpackCmd+cmd, baseimage.LinkedCommand{
+				Path:      path.Join("cnb/process", cmd),
+				CreatedBy: "kpack-images",
+				Comment:   "/cnb/process/" + cmd + ", where kpack's build pods run it",
+			}, created)
+		} else {
+			img, err = imageOf(ctx, builder, "ko://"+kpackCmd+cmd)
+		}
 		if err != nil {
 			log.Fatalf("%s: %v", cmd, err)
 		}
@@ -96,4 +107,17 @@ func main() {
 		}
 		fmt.Printf("%s@%s\n", cmd, digest)
 	}
+}
+
+// imageOf builds the command at importPath into an image of the one platform of builder.
+func imageOf(ctx context.Context, builder build.Interface, importPath string) (v1.Image, error) {
+	result, err := builder.Build(ctx, importPath)
+	if err != nil {
+		return nil, err
+	}
+	img, ok := result.(v1.Image)
+	if !ok {
+		return nil, fmt.Errorf("%s: ko built an image index, not an image of one platform", importPath)
+	}
+	return img, nil
 }
