@@ -28,6 +28,7 @@ require (
 	k8s.io/pod-security-admission v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.25.3
+	sigs.k8s.io/gateway-api v1.6.3
 	sigs.k8s.io/hierarchical-namespaces v1.1.0
 	sigs.k8s.io/kustomize/api v0.21.2
 	sigs.k8s.io/kustomize/kyaml v0.21.2

@@ -94,6 +94,7 @@ func run(ctx context.Context, cfg config, command string) error {
 		Node:              true,
 		DefaultBuilder:    true,
 		CFHNC:             true,
+		Gateway:           true,
 	})
 	if err != nil {
 		return err

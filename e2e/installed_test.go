@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -59,9 +60,11 @@ cat /proc/net/route`)
 })
 
 // runInPod runs a shell script in a pod of the stack's run image (busybox) in namespace, on the
-// pod network, with the restricted Pod Security Standard, and returns what it printed.
+// pod network, with the restricted Pod Security Standard and bounded resources (as a space's
+// quota asks), and returns what it printed.
 func runInPod(ctx SpecContext, namespace, script string) string {
 	GinkgoHelper()
+	bounded := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "probe-" + string(uuid.NewUUID())[:8]},
 		Spec: corev1.PodSpec{
@@ -71,6 +74,7 @@ func runInPod(ctx SpecContext, namespace, script string) string {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "probe", Image: cp.Kpack().Images.Stack.RunImage.Pinned(), Command: []string{"/bin/sh", "-c", script},
+				Resources: corev1.ResourceRequirements{Requests: bounded, Limits: bounded},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},

@@ -87,6 +87,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Node:              true,
 		DefaultBuilder:    true,
 		CFHNC:             true,
+		Gateway:           true,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Stop)

@@ -16,7 +16,9 @@ set -euo pipefail
 declare -A packages=(
   [containerd]="the container runtime the kubelet drives"
   [runc]="containerd's OCI runtime"
-  [containernetworking-plugins]="CNI plugins in /usr/lib/cni (the node's loopback network)"
+  [containernetworking-plugins]="CNI plugins in /usr/lib/cni (the node's pod network: bridge, host-local)"
+  [iptables]="the pod network's forwarding and filter rules"
+  [nftables]="removing the nftables table of the node's NetworkPolicy enforcer when the node stops"
   [busybox-static]="/bin/busybox, the static shell and tools of the test stacks' images"
   [gcc]="compiles the pod sandbox's pause binary (hack/tools.sh)"
   [libc6-dev]="the static C library the pause binary is linked with"

@@ -27,7 +27,7 @@ lifecycle_version=v0.20.12
 lifecycle_ldflags="-X github.com/buildpacks/lifecycle/cmd.SCMRepository=github.com/buildpacks/lifecycle -X github.com/buildpacks/lifecycle/cmd.Version=${lifecycle_version#v}"
 kpack_version=v0.18.0
 
-# tool | version | wrapper module | package | extra ldflags | loopback patch | first-build minutes
+# tool | version | wrapper module | package | extra ldflags | patch (below) | first-build minutes
 tools=(
   "etcd|v3.6.16|etcd|go.etcd.io/etcd/server/v3|||3"
   "kube-apiserver|$kube_version|kube|k8s.io/kubernetes/cmd/kube-apiserver|$kube_ldflags||25"
@@ -57,7 +57,7 @@ declare -A static_tools=([cnb-lifecycle]=1 [cnb-launcher]=1)
 # from its wrapper module (`go run`), once per key: the go.mod, go.sum and Go sources of the
 # wrappers named (the program's own first; kpack-images builds kpack's commands with the pins
 # of hack/tools/kpack). bin/<image> is the layout directory.
-# image | version | wrappers | program package | first-build minutes
+# image | version | wrappers | program package | first-build minutes | patch of the module built
 images=(
   # The lifecycle image a ClusterLifecycle names, made of cnb-lifecycle and cnb-launcher.
   "lifecycle-image|$lifecycle_version|lifecycle|./lifecycle-image|1"
@@ -66,14 +66,24 @@ images=(
   "kpack-images|$kpack_version|ko,kpack|./kpack-images|15"
   # The HNC manager as cf-hnc supports it (ADR 1), built by ko: the local node runs it as a pod.
   "hnc-image|v1.1.0|ko,hnc|./hnc-image|5"
+  # Traefik, the local control plane's Gateway API implementation, built by ko against a copy of
+  # lego without the DNS providers whose SDKs the module proxy does not serve (hack/tools/traefik).
+  "traefik-image|v3.7.13|ko,traefik|./go-image|15|lego"
+  # kube-network-policies, the node's NetworkPolicy enforcer, with its queue rule patched to
+  # what this kernel has (see patches) and a command of ours (hack/tools/kube-network-policies).
+  "netpol-image|v0.8.0|ko,kube-network-policies|./go-image|4|netpol"
 )
 
-# What each image's program reads besides its wrapper (it writes to --oci-layout).
-image_args() { # image; sets args
+# What each image's program reads besides its wrapper (it writes to --oci-layout); module is the
+# patched module's copy, for an image with a patch.
+image_args() { # image module; sets args
   case $1 in
     lifecycle-image) args=(--lifecycle "$bindir/cnb-lifecycle" --launcher "$bindir/cnb-launcher") ;;
     kpack-images) args=(--module "$root/hack/tools/kpack") ;;
     hnc-image) args=(--module "$root/hack/tools/hnc") ;;
+    traefik-image) args=(--module "$2" --package github.com/traefik/traefik/v3/cmd/traefik
+      --ldflags "-X github.com/traefik/traefik/v3/pkg/version.Version=v3.7.13") ;;
+    netpol-image) args=(--module "$2" --package code.cloudfoundry.org/cf-hnc/hack/tools/kube-network-policies/cmd/netpol) ;;
     *) args=() ;;
   esac
 }
@@ -84,28 +94,37 @@ optional_tools=(
   "kind|v0.33.0|kind|sigs.k8s.io/kind|||1"
 )
 
-# Every server the project starts on the host listens on 127.0.0.1 only. HNC's webhook server
-# has no flag for its listen host (controller-runtime 0.11 binds all interfaces when
-# Options.Host is empty), and the integration suites run HNC's manager on the host. The build
-# copies the module into the cache, changes the line that sets the address, and builds against
-# the copy (a `replace` in a generated go.mod); the module cache and the wrapper stay untouched,
-# and an upstream line that no longer matches fails the build instead of binding wide. (HNC's
-# image, which the node runs as a pod, is unpatched: there it serves inside the pod's network
-# namespace.)
-# patch name -> "module|file in module|sed expression"
-declare -A loopback_patches=(
-  [hnc]='sigs.k8s.io/hierarchical-namespaces|cmd/manager/main.go|s/^\(\t*\)Port: *webhookServerPort,$/&\n\1Host: "127.0.0.1",/'
+# Upstream lines changed at build time. The build copies the module into the cache, changes the
+# lines, and builds against the copy (a `replace` in a generated go.mod, or, for an image, a
+# generated copy of the wrapper module); the module cache and the wrapper stay untouched, and an
+# upstream file that the expression no longer changes fails the build.
+#   hnc: every server the project starts on the host listens on 127.0.0.1 only. HNC's webhook
+#     server has no flag for its listen host (controller-runtime 0.11 binds all interfaces when
+#     Options.Host is empty), and the integration suites run HNC's manager on the host. (HNC's
+#     image, which the node runs as a pod, is unpatched: there it serves in the pod's network
+#     namespace.)
+#   lego: lego v5.4.1, which Traefik pins, imports every ACME DNS provider; the SDKs of six are
+#     not served by the Go module proxy: they leave the list of providers.
+#   netpol: kube-network-policies queues connections with nftables' native queue expression,
+#     which this kernel lacks (CONFIG_NFT_QUEUE unset): it then fails to install its rules, says
+#     so only in its log, and enforces nothing. The patch queues with the xtables compat NFQUEUE
+#     target (NFT_COMPAT), which the kernel has, with the same queue number and bypass flag.
+# patch name -> "module|file in module|sed options|sed expression"
+declare -A patches=(
+  [hnc]='sigs.k8s.io/hierarchical-namespaces|cmd/manager/main.go||s/^\(\t*\)Port: *webhookServerPort,$/&\n\1Host: "127.0.0.1",/'
+  [lego]='github.com/go-acme/lego/v5|providers/dns/zz_gen_dns_providers.go|-E|/providers\/dns\/(edgedns|huaweicloud|oraclecloud|sakuracloud|ucloud|yandexcloud)"$/d; /^\tcase "(edgedns|huaweicloud|oraclecloud|sakuracloud|ucloud|yandexcloud)"[,:]/,+1d'
+  [netpol]='sigs.k8s.io/kube-network-policies|pkg/networkpolicy/controller.go||s|queue := &expr.Queue{Num: uint16(c.config.QueueID)}|queue := \&expr.Target{Name: "NFQUEUE", Rev: 3, Info: \&xt.Unknown{byte(c.config.QueueID), byte(c.config.QueueID >> 8), 1, 0, 0, 0}}|; s|queue.Flag = expr.QueueFlagBypass|(*queue.Info.(*xt.Unknown))[4] = 1|; s|^\t"github.com/google/nftables/expr"$|&\n\t"github.com/google/nftables/xt"|'
 )
 
 say() { printf '[tools] %s\n' "$*" >&2; }
 
 # The key changes with the wrapper's pins, with its own Go sources (a wrapper whose only Go file
-# is tools.go has none), and with the loopback patch, if any.
+# is tools.go has none), and with the patch, if any.
 build_key() { # wrapper patch
   {
     cat "$root/hack/tools/$1/go.mod" "$root/hack/tools/$1/go.sum"
     find "$root/hack/tools/$1" -name '*.go' ! -name tools.go -print0 | LC_ALL=C sort -z | xargs -0 -r cat
-    [[ -z $2 ]] || echo "${loopback_patches[$2]}"
+    [[ -z $2 ]] || echo "${patches[$2]}"
   } | sha256sum | cut -c1-12
 }
 
@@ -113,11 +132,11 @@ cache_dir() { # tool version wrapper patch
   printf '%s/%s-%s-%s' "$cache" "$1" "$2" "$(build_key "$3" "${4:-}")"
 }
 
-# An image's key covers every wrapper it is built from.
-image_dir() { # image version wrappers (comma-separated)
+# An image's key covers every wrapper it is built from, and the patch of the module it builds.
+image_dir() { # image version wrappers (comma-separated) patch
   local list key
   IFS=, read -ra list <<<"$3"
-  key=$(for w in "${list[@]}"; do build_key "$w" ""; done | sha256sum | cut -c1-12)
+  key=$( { for w in "${list[@]}"; do build_key "$w" ""; done; [[ -z ${4:-} ]] || echo "${patches[$4]}"; } | sha256sum | cut -c1-12)
   printf '%s/%s-%s-%s' "$cache" "$1" "$2" "$key"
 }
 
@@ -162,29 +181,51 @@ try_envtest_download() { # tool version dest
   cp "$dir/$1" "$3.tmp.$$" && mv -f "$3.tmp.$$" "$3"
 }
 
-# Copies the patched module into $2, changes its line, writes a go.mod that replaces the module
-# with the copy, and prints the -modfile flag that builds against it.
-patched_modfile() { # wrapper dir patch
-  local wrapper=$1 dir=$2 module file expr src
-  IFS='|' read -r module file expr <<<"${loopback_patches[$3]}"
+# Copies the module that patch changes, as the wrapper pins it, into $2/src and changes its line;
+# prints the module's path.
+patched_source() { # wrapper dir patch
+  local wrapper=$1 dir=$2 module file options expr src
+  IFS='|' read -r module file options expr <<<"${patches[$3]}"
   # go list -m prints no directory for a module that is not downloaded yet: download it first.
   go mod download -C "$root/hack/tools/$wrapper" "$module"
   src=$(go list -C "$root/hack/tools/$wrapper" -m -f '{{.Dir}}' "$module")
   if [[ -z $src || ! -d $src ]]; then
-    say "cannot find the source of $module for the loopback patch"
+    say "cannot find the source of $module for the patch $3"
     return 1
   fi
   rm -rf "$dir/src"
   cp -r "$src" "$dir/src"
   chmod -R u+w "$dir/src"
-  sed -i "$expr" "$dir/src/$file"
+  # shellcheck disable=SC2086 # options is one flag or none
+  sed -i $options "$expr" "$dir/src/$file"
   if cmp -s "$src/$file" "$dir/src/$file"; then
-    say "the loopback patch for $module/$file no longer matches upstream; update hack/tools.sh"
+    say "the patch $3 of $module/$file no longer matches upstream; update hack/tools.sh"
     return 1
   fi
-  { cat "$root/hack/tools/$wrapper/go.mod"; printf '\nreplace %s => %s\n' "$module" "$dir/src"; } >"$dir/go.mod"
-  cp "$root/hack/tools/$wrapper/go.sum" "$dir/go.sum"
-  printf -- '-modfile=%s' "$dir/go.mod"
+  printf '%s' "$module"
+}
+
+# Writes a go.mod that replaces the patched module with its copy (patched_source), and prints the
+# -modfile flag that builds against it.
+patched_modfile() { # wrapper dir patch
+  local module
+  module=$(patched_source "$@") || return 1
+  { cat "$root/hack/tools/$1/go.mod"; printf '\nreplace %s => %s\n' "$module" "$2/src"; } >"$2/go.mod"
+  cp "$root/hack/tools/$1/go.sum" "$2/go.sum"
+  printf -- '-modfile=%s' "$2/go.mod"
+}
+
+# Copies the wrapper module into $2/module with a replace of the patched module by its copy
+# (patched_source), and prints the copy's path: what an image program builds in (ko cannot build
+# with -modfile).
+patched_module() { # wrapper dir patch
+  local module
+  module=$(patched_source "$@") || return 1
+  rm -rf "$2/module"
+  cp -r "$root/hack/tools/$1" "$2/module"
+  chmod -R u+w "$2/module"
+  printf '\nreplace %s => %s\n' "$module" "$2/src" >>"$2/module/go.mod"
+  printf '%s' "$2/module"
 }
 
 build_tool() { # tool version wrapper package ldflags patch minutes
@@ -236,22 +277,25 @@ build_pause() {
   link "$out" pause
 }
 
-build_image() { # image version wrappers program minutes
-  local image=$1 version=$2 wrappers=$3 program=$4 minutes=$5
-  local dir out args
-  dir=$(image_dir "$image" "$version" "$wrappers")
+build_image() { # image version wrappers program minutes patch
+  local image=$1 version=$2 wrappers=$3 program=$4 minutes=$5 patch=${6:-}
+  local dir out args module=
+  dir=$(image_dir "$image" "$version" "$wrappers" "$patch")
   out=$dir/oci
   if [[ ! -d $out ]]; then
     say "building $image $version (the first build takes about $minutes min on 2 cores; later builds are cached)"
     mkdir -p "$dir"
     rm -rf "$out.tmp.$$"
-    image_args "$image"
+    # The last wrapper is the module the program builds; a patch changes a module it requires.
+    [[ -z $patch ]] || module=$(patched_module "${wrappers##*,}" "$dir" "$patch")
+    image_args "$image" "$module"
     # The program prints the digest of every image it writes.
     with_heartbeat "$image" go run -C "$root/hack/tools/${wrappers%%,*}" -trimpath "$program" \
       "${args[@]}" --oci-layout "$out.tmp.$$" >&2
     # Written under a temporary name, like the binaries. If a concurrent clone wrote the same
     # key first, keep its layout.
     mv -T "$out.tmp.$$" "$out" 2>/dev/null || rm -rf "$out.tmp.$$"
+    [[ -z $patch ]] || rm -rf "$dir/module" "$dir/src"
     say "built $image $version"
   fi
   link "$out" "$image"
@@ -264,8 +308,8 @@ if [[ ${1:-} == --print ]]; then
   done
   printf '%s\t%s\n' pause "$(pause_dir)"
   for row in "${images[@]}"; do
-    IFS='|' read -r image version wrappers _ _ <<<"$row"
-    printf '%s\t%s\n' "$image" "$(image_dir "$image" "$version" "$wrappers")"
+    IFS='|' read -r image version wrappers _ _ patch <<<"$row"
+    printf '%s\t%s\n' "$image" "$(image_dir "$image" "$version" "$wrappers" "$patch")"
   done
   exit 0
 fi
@@ -293,7 +337,7 @@ done
 build_pause
 # After the tools: lifecycle-image packs the lifecycle binaries linked above.
 for row in "${images[@]}"; do
-  IFS='|' read -r image version wrappers program minutes <<<"$row"
-  build_image "$image" "$version" "$wrappers" "$program" "$minutes"
+  IFS='|' read -r image version wrappers program minutes patch <<<"$row"
+  build_image "$image" "$version" "$wrappers" "$program" "$minutes" "$patch"
 done
 say "all tools ready in $bindir (cache: $cache)"

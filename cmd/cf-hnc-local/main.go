@@ -117,8 +117,12 @@ func clusterClient(kubeconfig string) (client.Client, string, error) {
 	return c, cfg.Host, err
 }
 
-// cfAPIAddress is where `make run` serves the CF API, unless something else listens there.
-const cfAPIAddress = "127.0.0.1:9000"
+// cfAPIAddress and gatewayAddress are where `make run` forwards the CF API and the gateway's
+// HTTP listener, unless something else listens there.
+const (
+	cfAPIAddress   = "127.0.0.1:9000"
+	gatewayAddress = "127.0.0.1:8000"
+)
 
 // runLocal starts everything on the local control plane and waits for Ctrl-C.
 func runLocal(ctx context.Context) error {
@@ -135,6 +139,8 @@ func runLocal(ctx context.Context) error {
 		DefaultBuilder:    true,
 		CFHNC:             true,
 		CFAPIAddress:      freeOrAny(cfAPIAddress),
+		Gateway:           true,
+		GatewayAddress:    freeOrAny(gatewayAddress),
 	})
 	if err != nil {
 		return err

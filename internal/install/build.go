@@ -7,9 +7,11 @@ package install
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -57,17 +59,27 @@ const (
 )
 
 // Build renders the kustomization config/<kustomization> of configDir, with the manager's
-// image set to image unless it is empty. Kustomize runs on an in-memory copy of configDir, so
-// that the image is set by an overlay and no file of the checkout changes (as `kustomize edit
-// set image` would change it).
+// image set to image unless it is empty (BuildWithImages).
 func Build(configDir, kustomization, image string) ([]*unstructured.Unstructured, error) {
+	images := map[string]string{}
+	if image != "" {
+		images[ManagerImage] = image
+	}
+	return BuildWithImages(configDir, kustomization, images)
+}
+
+// BuildWithImages renders the kustomization config/<kustomization> of configDir, with each
+// image named by a key of images replaced by its value (a reference by tag or digest).
+// Kustomize runs on an in-memory copy of configDir, so that the images are set by an overlay and
+// no file of the checkout changes (as `kustomize edit set image` would change it).
+func BuildWithImages(configDir, kustomization string, images map[string]string) ([]*unstructured.Unstructured, error) {
 	fsys := filesys.MakeFsInMemory()
 	if err := copyTree(configDir, "/config", fsys); err != nil {
 		return nil, err
 	}
 	target := "/config/" + kustomization
-	if image != "" {
-		overlay, err := imageOverlay("../config/"+kustomization, image)
+	if len(images) > 0 {
+		overlay, err := imageOverlay("../config/"+kustomization, images)
 		if err != nil {
 			return nil, err
 		}
@@ -167,13 +179,16 @@ func copyTree(dir, root string, fsys filesys.FileSystem) error {
 	})
 }
 
-// imageOverlay is a kustomization of base that sets the manager's image.
-func imageOverlay(base, image string) ([]byte, error) {
-	return yaml.Marshal(kustypes.Kustomization{
+// imageOverlay is a kustomization of base that replaces the images named by the keys of images.
+func imageOverlay(base string, images map[string]string) ([]byte, error) {
+	k := kustypes.Kustomization{
 		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
 		Resources: []string{base},
-		Images:    []kustypes.Image{imageNamed(ManagerImage, image)},
-	})
+	}
+	for _, name := range slices.Sorted(maps.Keys(images)) {
+		k.Images = append(k.Images, imageNamed(name, images[name]))
+	}
+	return yaml.Marshal(k)
 }
 
 // imageNamed replaces the image called name with image, a reference by tag or digest.

@@ -1,5 +1,5 @@
 // Package scheme assembles the scheme that the manager, the command-line tool and the tests
-// share: Kubernetes' own types, cf-hnc's API, HNC's API and kpack's API.
+// share: Kubernetes' own types, cf-hnc's API, HNC's API, kpack's API and the Gateway API.
 package scheme
 
 import (
@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -19,5 +20,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(cfv1alpha1.AddToScheme(s))
 	utilruntime.Must(hncv1alpha2.AddToScheme(s))
 	utilruntime.Must(kpackv1alpha2.AddToScheme(s))
+	utilruntime.Must(gatewayv1.Install(s))
 	return s
 }

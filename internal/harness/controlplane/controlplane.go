@@ -70,6 +70,11 @@ type Options struct {
 	// CFAPIAddress is the loopback address where the CF API is forwarded (CFAPIURL). Empty: a
 	// free port.
 	CFAPIAddress string
+	// Gateway installs the Gateway API and the embedded default gateway (config/gateway) on the
+	// node, forwarded to GatewayAddress (GatewayURL; empty: a free loopback port), and
+	// NetworkPolicies enforced there (requires Node).
+	Gateway        bool
+	GatewayAddress string
 }
 
 // ControlPlane is a running local control plane.
@@ -98,11 +103,12 @@ type ControlPlane struct {
 	kubeletClient kubeletClient
 	platform      *platform
 	// cfhncImage is the build of cf-hnc's image that Start began.
-	cfhncImage    *imageBuild
-	deployedImage string
-	cfAPIForward  *serviceForward
-	cfAPICert     keyPair
-	cfAPICA       string
+	cfhncImage     *imageBuild
+	deployedImage  string
+	cfAPIForward   *serviceForward
+	cfAPICert      keyPair
+	cfAPICA        string
+	gatewayForward *serviceForward
 }
 
 // Start starts the components in dependency order and waits until each is ready. On error it
@@ -143,6 +149,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.HNC, cp.installRoot},
 		{opts.Webhooks && !opts.CFHNC, cp.prepareCFHNCWebhooks},
 		{opts.Kpack, cp.startKpack},
+		{opts.Gateway, cp.startNetworkPolicies},
+		{opts.Gateway, cp.startGateway},
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},
 		{opts.CFHNC, cp.Deploy},
 		{opts.DefaultBuilder && opts.CFHNC, cp.waitForDefaultClusterBuilder},
@@ -167,9 +175,11 @@ func (cp *ControlPlane) installRoot(ctx context.Context) error {
 // Stop ends every component in reverse start order and removes temporary state. The platform's
 // pods end with the node; their logs are saved first.
 func (cp *ControlPlane) Stop() {
-	if cp.cfAPIForward != nil {
-		cp.cfAPIForward.close()
-		cp.cfAPIForward = nil
+	for _, f := range []**serviceForward{&cp.cfAPIForward, &cp.gatewayForward} {
+		if *f != nil {
+			(*f).close()
+			*f = nil
+		}
 	}
 	if cp.cfhncImage != nil {
 		cp.cfhncImage.cancel()

@@ -189,6 +189,9 @@ func requireForCFHNC(opts Options) error {
 	if opts.CFHNC && !(opts.Node && opts.HNC && opts.Kpack) {
 		return errors.New("cf-hnc runs as pods of the node, with HNC and kpack: Options.CFHNC needs Node, HNC and Kpack")
 	}
+	if opts.Gateway && !opts.Node {
+		return errors.New("the gateway runs as pods of the node: Options.Gateway needs Node")
+	}
 	if (opts.Kpack || opts.Node) && !(opts.Node && opts.ControllerManager) {
 		return errors.New("kpack runs as pods of the node, whose Deployments and ServiceAccounts kube-controller-manager makes: Options.Kpack needs Node, and Node needs ControllerManager")
 	}

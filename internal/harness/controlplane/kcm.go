@@ -43,8 +43,9 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		// pod's ServiceAccount token volume mounts, and in-cluster clients trust the apiserver
 		// with), and what runs the platform's Deployments: their ReplicaSets and pods, the
 		// EndpointSlices of their Services (through which the apiserver calls webhooks), and
-		// the status of the manager's PodDisruptionBudget.
-		controllers += ",nodelifecycle,podgc,root-ca-cert-publisher,deployment,replicaset,endpointslice,disruption"
+		// the status of the manager's PodDisruptionBudget, and the node's NetworkPolicy
+		// enforcer's DaemonSet.
+		controllers += ",nodelifecycle,podgc,root-ca-cert-publisher,deployment,replicaset,daemonset,endpointslice,disruption"
 		caFile := filepath.Join(cp.paths.workDir, "apiserver", "ca.crt")
 		if err := os.WriteFile(caFile, cp.env.ControlPlane.APIServer.SecureServing.CA, 0o644); err != nil {
 			return err

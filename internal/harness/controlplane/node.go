@@ -42,6 +42,8 @@ var nodeHostBinaries = map[string]string{
 	"CNI bridge plugin":       "/usr/lib/cni/bridge",
 	"CNI host-local plugin":   "/usr/lib/cni/host-local",
 	"CNI loopback plugin":     "/usr/lib/cni/loopback",
+	"iptables":                "/usr/sbin/iptables",
+	"nft":                     "/usr/sbin/nft",
 }
 
 // node is the running node.

@@ -75,8 +75,14 @@ func (p paths) binary(name string) (string, error) {
 // moduleDir returns the directory of a module that go.mod requires, downloading it if needed;
 // HNC's and kpack's CRDs and webhook manifests ship in their module zips.
 func (p paths) moduleDir(module string) (string, error) {
+	return p.moduleDirIn(p.projectDir, module)
+}
+
+// moduleDirIn returns the directory of a module that the go.mod of dir requires (a tool's
+// wrapper module, hack/tools/<name>, for a module the project's own does not require).
+func (p paths) moduleDirIn(dir, module string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", module)
-	cmd.Dir = p.projectDir
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locating module %s: %w", module, err)

@@ -42,7 +42,7 @@ var (
 	kpackWebhook           = platformDeployment{"kpack-webhook", kpackNamespace, "kpack-webhook"}
 	managerDeployment      = platformDeployment{"cf-hnc-manager", install.Namespace, install.ManagerDeployment}
 	apiDeployment          = platformDeployment{"cf-api", install.Namespace, install.APIDeployment}
-	allPlatformDeployments = []platformDeployment{hncDeployment, kpackController, kpackWebhook, managerDeployment, apiDeployment}
+	allPlatformDeployments = []platformDeployment{hncDeployment, kpackController, kpackWebhook, managerDeployment, apiDeployment, gatewayDeployment}
 )
 
 // rolloutTimeout bounds a Deployment's rollout: pulling its image from the local registry,

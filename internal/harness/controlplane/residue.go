@@ -23,8 +23,8 @@ import (
 
 // removeNodeResidue ends every process of the node's cgroup, unmounts what is mounted below the
 // node's directories, and removes its cgroups (in the unified hierarchy too, where the kubelet
-// makes its own), pod network and runtime directory. The node's directory goes too, but for
-// the pod logs. Doing it when nothing is left is cheap.
+// makes its own), pod network, NetworkPolicy enforcer's nftables table and runtime directory.
+// The node's directory goes too, but for the pod logs. Doing it when nothing is left is cheap.
 func removeNodeResidue(l nodeLayout, network podNetwork) error {
 	hierarchies, err := cgroupHierarchies()
 	if err != nil {
@@ -42,7 +42,7 @@ func removeNodeResidue(l nodeLayout, network podNetwork) error {
 	for _, h := range append(hierarchies, unified...) {
 		errs = append(errs, removeCgroupTree(filepath.Join(h, l.cgroup)))
 	}
-	errs = append(errs, network.remove(), os.RemoveAll(l.runDir), removeAllBut(l.dir, "pod-logs"))
+	errs = append(errs, network.remove(), removeNetpolTable(l), os.RemoveAll(l.runDir), removeAllBut(l.dir, "pod-logs"))
 	return errors.Join(errs...)
 }
 
