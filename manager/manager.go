@@ -112,10 +112,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if !cfg.Webhooks {
 		return mgr.AddReadyzCheck("ping", healthz.Ping)
 	}
-	if err := orgspace.SetupWebhooks(mgr, mgr.GetAPIReader(), cfg.RootNamespace); err != nil {
+	if err := orgspace.SetupWebhooks(mgr, cfg.RootNamespace, admissionDeadline); err != nil {
 		return err
 	}
-	if err := staging.SetupWebhooks(mgr); err != nil {
+	if err := staging.SetupWebhooks(mgr, admissionDeadline); err != nil {
 		return err
 	}
 	if err := rollout.SetupWebhook(mgr); err != nil {
