@@ -33,6 +33,7 @@ const (
 type options struct {
 	metricsAddr, probeAddr, pprofAddr string
 	webhookHost, webhookCertDir       string
+	webhookClientCAFile               string
 	webhookPort                       int
 	enableWebhooks, certRotation      bool
 	extraDNSNames                     string
@@ -69,6 +70,7 @@ func parseOptions() options {
 	flag.StringVar(&o.webhookHost, "webhook-host", "127.0.0.1", "Host the webhook server listens on.")
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory with tls.crt and tls.key for the webhook server; empty means controller-runtime's default.")
+	flag.StringVar(&o.webhookClientCAFile, "webhook-client-ca-file", "", "A PEM file of the CAs of the client certificate that the apiserver presents to the webhooks (its AdmissionConfiguration): the webhook server then refuses every connection without a certificate they signed. Empty: any client that reaches the port may call the webhooks.")
 	flag.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the webhooks (turn off when running outside a cluster that cannot reach the manager).")
 	flag.BoolVar(&o.certRotation, "cert-rotation", false, "Make the webhook serving certificate in the cluster and renew it: a CA and a certificate in the Secret "+webhookSecret+
 		", the CA injected into "+validatingWebhooks+" and "+mutatingWebhooks+". The Secret must be mounted at --webhook-cert-dir.")
@@ -106,6 +108,13 @@ func run(o options) error {
 	// of leaving the others to wait for it to expire.
 	opts.LeaderElectionReleaseOnCancel = true
 	webhookOpts := webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir}
+	if o.webhookClientCAFile != "" {
+		requireClientCertificates, err := manager.ClientCertificates(o.webhookClientCAFile)
+		if err != nil {
+			return fmt.Errorf("--webhook-client-ca-file: %w", err)
+		}
+		webhookOpts.TLSOpts = append(webhookOpts.TLSOpts, requireClientCertificates)
+	}
 	var rotation *manager.CertRotation
 	if o.certRotation && o.enableWebhooks {
 		rotation = &manager.CertRotation{Namespace: o.namespace, Secret: webhookSecret, Service: webhookService,
@@ -131,7 +140,7 @@ func run(o options) error {
 		return fmt.Errorf("cannot set up the manager: %w", err)
 	}
 	ctrl.Log.WithName("setup").Info("starting the manager", "rootNamespace", o.rootNamespace, "builderNamespace", o.builderNamespace, "namespace", o.namespace,
-		"webhooks", o.enableWebhooks, "certRotation", rotation != nil, "leaderElection", o.leaderElect,
+		"webhooks", o.enableWebhooks, "webhookClientCA", o.webhookClientCAFile, "certRotation", rotation != nil, "leaderElection", o.leaderElect,
 		"buildTimeout", o.buildLimits.Timeout, "buildMemory", o.buildLimits.Memory.String(), "buildDisk", o.buildLimits.Disk.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

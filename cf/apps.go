@@ -81,12 +81,15 @@ func CreateApp(ctx context.Context, c client.Client, space, name string, change 
 	return app, about(AppResource, c.Create(ctx, app))
 }
 
-// AppsIn lists the apps of the spaces as the user, without those being deleted; a space where
-// the user may not list them is left out.
-func AppsIn(ctx context.Context, c client.Client, spaces ...string) ([]cfv1alpha1.CFApp, error) {
-	apps, err := listIn(ctx, c, spaces, func() *cfv1alpha1.CFAppList { return &cfv1alpha1.CFAppList{} },
-		func(l *cfv1alpha1.CFAppList) []cfv1alpha1.CFApp { return l.Items })
-	return slices.DeleteFunc(apps, func(a cfv1alpha1.CFApp) bool { return !a.DeletionTimestamp.IsZero() }), about(AppResource, err)
+// AppsIn calls visit with the apps of the spaces, as the user lists them a chunk at a time
+// (eachIn), without those being deleted; a space where the user may not list them is left out.
+func AppsIn(ctx context.Context, c client.Client, spaces []string, visit func(*cfv1alpha1.CFApp)) error {
+	return about(AppResource, eachIn(ctx, c, spaces, func() *cfv1alpha1.CFAppList { return &cfv1alpha1.CFAppList{} },
+		func(l *cfv1alpha1.CFAppList) []cfv1alpha1.CFApp { return l.Items }, func(app *cfv1alpha1.CFApp) {
+			if app.DeletionTimestamp.IsZero() {
+				visit(app)
+			}
+		}))
 }
 
 // AppNamed returns the app of a space that owns a name, as Cloud Foundry compares names

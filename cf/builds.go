@@ -39,12 +39,3 @@ func Stage(ctx context.Context, c client.Client, pkg *cfv1alpha1.CFPackage) (*cf
 	build := NewBuild(app, pkg.Name)
 	return build, about(BuildResource, c.Create(ctx, build))
 }
-
-// BuildsIn lists the builds of a space as the user.
-func BuildsIn(ctx context.Context, c client.Client, space string) ([]cfv1alpha1.CFBuild, error) {
-	builds := &cfv1alpha1.CFBuildList{}
-	if err := c.List(ctx, builds, client.InNamespace(space)); err != nil {
-		return nil, about(BuildResource, err)
-	}
-	return builds.Items, nil
-}

@@ -3,7 +3,6 @@ package cf
 import (
 	"cmp"
 	"context"
-	"slices"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,14 +65,15 @@ func RunDroplet(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp, bui
 	})
 }
 
-// Droplets lists, as the user, the droplets of the builds of a space that match: the builds
-// that staged.
-func Droplets(ctx context.Context, c client.Client, space string, matches func(*cfv1alpha1.CFBuild) bool) ([]cfv1alpha1.CFBuild, error) {
-	builds, err := BuildsIn(ctx, c, space)
-	if err != nil {
-		return nil, about(DropletResource, err)
-	}
-	return slices.DeleteFunc(builds, func(b cfv1alpha1.CFBuild) bool { return !matches(&b) || b.StagedDroplet() == nil }), nil
+// Droplets calls visit with the droplets of a space, the builds that staged, as the user lists
+// them a chunk at a time (eachIn).
+func Droplets(ctx context.Context, c client.Client, space string, visit func(*cfv1alpha1.CFBuild)) error {
+	return about(DropletResource, eachIn(ctx, c, []string{space}, func() *cfv1alpha1.CFBuildList { return &cfv1alpha1.CFBuildList{} },
+		func(l *cfv1alpha1.CFBuildList) []cfv1alpha1.CFBuild { return l.Items }, func(b *cfv1alpha1.CFBuild) {
+			if b.StagedDroplet() != nil {
+				visit(b)
+			}
+		}))
 }
 
 // HeldDropletFor is the app's held droplet if it is what staging pkg again would give: staged

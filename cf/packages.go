@@ -34,12 +34,11 @@ func CreatePackage(ctx context.Context, c client.Client, app *cfv1alpha1.CFApp) 
 	return pkg, about(PackageResource, c.Create(ctx, pkg))
 }
 
-// PackagesIn lists the packages of the spaces as the user; a space where the user may not list
-// them is left out.
-func PackagesIn(ctx context.Context, c client.Client, spaces ...string) ([]cfv1alpha1.CFPackage, error) {
-	pkgs, err := listIn(ctx, c, spaces, func() *cfv1alpha1.CFPackageList { return &cfv1alpha1.CFPackageList{} },
-		func(l *cfv1alpha1.CFPackageList) []cfv1alpha1.CFPackage { return l.Items })
-	return pkgs, about(PackageResource, err)
+// PackagesIn calls visit with the packages of the spaces, as the user lists them a chunk at a
+// time (eachIn); a space where the user may not list them is left out.
+func PackagesIn(ctx context.Context, c client.Client, spaces []string, visit func(*cfv1alpha1.CFPackage)) error {
+	return about(PackageResource, eachIn(ctx, c, spaces, func() *cfv1alpha1.CFPackageList { return &cfv1alpha1.CFPackageList{} },
+		func(l *cfv1alpha1.CFPackageList) []cfv1alpha1.CFPackage { return l.Items }, visit))
 }
 
 // PushSource pushes the source layer that layer writes, as the image of package packageGUID of

@@ -97,11 +97,16 @@ func UpdateProcess(ctx context.Context, c client.Client, p *cfv1alpha1.CFProcess
 	return true, about(ProcessResource, c.Patch(ctx, p, patch))
 }
 
-// ProcessesIn lists the processes of the spaces as the user, without those being deleted.
-func ProcessesIn(ctx context.Context, c client.Client, spaces ...string) ([]cfv1alpha1.CFProcess, error) {
-	processes, err := listIn(ctx, c, spaces, func() *cfv1alpha1.CFProcessList { return &cfv1alpha1.CFProcessList{} },
-		func(l *cfv1alpha1.CFProcessList) []cfv1alpha1.CFProcess { return l.Items })
-	return slices.DeleteFunc(processes, func(p cfv1alpha1.CFProcess) bool { return !p.DeletionTimestamp.IsZero() }), about(ProcessResource, err)
+// ProcessesIn calls visit with the processes of the spaces, as the user lists them a chunk at a
+// time (eachIn), without those being deleted; a space where the user may not list them is left
+// out.
+func ProcessesIn(ctx context.Context, c client.Client, spaces []string, visit func(*cfv1alpha1.CFProcess)) error {
+	return about(ProcessResource, eachIn(ctx, c, spaces, func() *cfv1alpha1.CFProcessList { return &cfv1alpha1.CFProcessList{} },
+		func(l *cfv1alpha1.CFProcessList) []cfv1alpha1.CFProcess { return l.Items }, func(p *cfv1alpha1.CFProcess) {
+			if p.DeletionTimestamp.IsZero() {
+				visit(p)
+			}
+		}))
 }
 
 // ProcessesOf lists the processes of an app as the user, as the cf CLI lists them: web first,

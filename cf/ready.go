@@ -98,11 +98,12 @@ func DeletingOrg(ctx context.Context, r client.Reader, root, guid string) (Condi
 	return org, err
 }
 
-// DeletingSpace reads the space of guid, which is being deleted, with r (by NameField); nil once
+// DeletingSpace reads the space of guid in the org of orgGUID, which is being deleted, with r
+// (by NameField, in the org's namespace: the CF API's rights list spaces, and get none); nil once
 // it is gone.
-func DeletingSpace(ctx context.Context, r client.Reader, guid string) (Conditioned, error) {
+func DeletingSpace(ctx context.Context, r client.Reader, orgGUID, guid string) (Conditioned, error) {
 	spaces := &cfv1alpha1.CFSpaceList{}
-	if err := r.List(ctx, spaces, client.MatchingFields{NameField: guid}); err != nil || len(spaces.Items) == 0 {
+	if err := r.List(ctx, spaces, client.InNamespace(orgGUID), client.MatchingFields{NameField: guid}); err != nil || len(spaces.Items) == 0 {
 		return nil, err
 	}
 	return &spaces.Items[0], nil

@@ -3,8 +3,7 @@ package cf
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"crypto/rand"
 	"slices"
 	"strings"
 	"time"
@@ -85,18 +84,41 @@ func subjectOf(username string) rbacv1.Subject {
 	return rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: username}
 }
 
-// bindingName names the RoleBinding of a role and a subject the same each time, so that
-// granting a role twice finds the first grant.
-func bindingName(clusterRole string, subject rbacv1.Subject) string {
-	sum := sha256.Sum256([]byte(subject.Kind + "\x00" + subject.Namespace + "\x00" + subject.Name))
-	return clusterRole + "-" + hex.EncodeToString(sum[:])[:16]
+// bindingName names a new RoleBinding of a role: the role and a random suffix that nobody can
+// guess. HNC copies an org's RoleBindings into its spaces, and refuses a binding in the org
+// whose name a space holds already; a space manager, who writes RoleBindings in the space, could
+// otherwise take the name of a grant that an org manager makes later, and block it (review 3,
+// N14). A grant made twice is found by its role and subject (grantOf), not by its name.
+func bindingName(clusterRole string) string {
+	return clusterRole + "-" + strings.ToLower(rand.Text()[:16])
+}
+
+// grantOf returns, as u reads it, the RoleBinding in namespace that binds a subject to a
+// ClusterRole; nil if there is none. Read as u, who is about to write RoleBindings there, so
+// that a grant just made is found, as a cache may not find it yet.
+func grantOf(ctx context.Context, u User, namespace, clusterRole string, subject rbacv1.Subject) (*rbacv1.RoleBinding, error) {
+	bindings := &rbacv1.RoleBindingList{}
+	if err := u.Client.List(ctx, bindings, client.InNamespace(namespace)); err != nil {
+		return nil, about(RoleResource, err)
+	}
+	want := subjectKey(subject, namespace)
+	for i := range bindings.Items {
+		binding := &bindings.Items[i]
+		if !isCFRole(binding.RoleRef) || binding.RoleRef.Name != clusterRole {
+			continue
+		}
+		if slices.ContainsFunc(binding.Subjects, func(s rbacv1.Subject) bool { return subjectKey(s, namespace) == want }) {
+			return binding, nil
+		}
+	}
+	return nil, nil
 }
 
 // CreateRole grants a user (by user name) a role in the org of orgGUID, for an org role, or in
 // the space of spaceGUID, for a space role, as u; a nil GUID is a relationship that the request
-// leaves out. A role that the user has already (its
-// RoleBinding exists) is Cloud Foundry's "User 'x' already has 'y' role": cf set-space-role and
-// cf set-org-role print it as a warning, cf create-space passes over it for the org role.
+// leaves out. A role that the user has already (a RoleBinding of the role names them there) is
+// Cloud Foundry's "User 'x' already has 'y' role": cf set-space-role and cf set-org-role print
+// it as a warning, cf create-space passes over it for the org role.
 func (d Directory) CreateRole(ctx context.Context, u User, roleTypeName, username string, orgGUID, spaceGUID *string) (Role, error) {
 	t, ok := roleTypes[roleTypeName]
 	if !ok {
@@ -115,15 +137,19 @@ func (d Directory) CreateRole(ctx context.Context, u User, roleTypeName, usernam
 		return Role{}, err
 	}
 	subject := subjectOf(username)
+	granted, err := grantOf(ctx, u, namespace, t.clusterRole, subject)
+	if err != nil {
+		return Role{}, err
+	}
+	if granted != nil {
+		return Role{}, unprocessable("User '%s' already has '%s' role", username, roleTypeName)
+	}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: bindingName(t.clusterRole, subject)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: bindingName(t.clusterRole)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: t.clusterRole},
 		Subjects:   []rbacv1.Subject{subject},
 	}
 	if err := u.Client.Create(ctx, binding); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return Role{}, unprocessable("User '%s' already has '%s' role", username, roleTypeName)
-		}
 		return Role{}, about(RoleResource, err)
 	}
 	role := Role{GUID: roleGUID(binding), Type: roleTypeName, User: username, Created: binding.CreationTimestamp.Time}
@@ -261,9 +287,9 @@ func (d Directory) roleScopes(ctx context.Context, u User, q RoleQuery) ([]roleS
 	if err := d.Reader.List(ctx, spaces); err != nil {
 		return nil, false, err
 	}
-	for i := range spaces.Items {
-		if visible.Space(&spaces.Items[i]) {
-			scopes = append(scopes, roleScope{namespace: spaces.Items[i].Name})
+	for _, space := range treeSpaces(spaces.Items) {
+		if visible.Space(&space) {
+			scopes = append(scopes, roleScope{namespace: space.Name})
 		}
 	}
 	return scopes, false, nil

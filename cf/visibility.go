@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,15 +154,70 @@ func (d Directory) Visible(ctx context.Context, u User) (Visibility, error) {
 	}
 	v := Visibility{namespaces: namespaces, orgsOfSpaces: sets.New[string]()}
 	for namespace := range namespaces {
-		spaces := &cfv1alpha1.CFSpaceList{}
-		if err := d.Reader.List(ctx, spaces, client.MatchingFields{NameField: namespace}, client.UnsafeDisableDeepCopy); err != nil {
+		space, err := d.treeSpace(ctx, namespace)
+		if err != nil {
 			return Visibility{}, err
 		}
-		for _, space := range spaces.Items {
+		if space != nil {
 			v.orgsOfSpaces.Insert(space.Namespace)
 		}
 	}
 	return v, nil
+}
+
+// A CFSpace is named by the GUID of its namespace, and any org manager may create, in their own
+// org, a CFSpace named like another org's space: HNC refuses its anchor, since the namespace is
+// the other org's already, but the CFSpace stays (review 3, N9). So a GUID names the CFSpace
+// that the tree agrees with: of the CFSpaces of that name, the one whose namespace cf-hnc saw
+// HNC make under its org (Ready; only cf-hnc writes a CFSpace's status, and a namespace has one
+// parent), or the only one, while it becomes ready, unless its anchor conflicts with the
+// namespace of another. Several of which the tree chose none name no space until it does.
+
+// treeSpace returns the CFSpace of the tree named guid, from the API's cache; nil if there is
+// none, or if the tree has not chosen among several.
+func (d Directory) treeSpace(ctx context.Context, guid string) (*cfv1alpha1.CFSpace, error) {
+	spaces := &cfv1alpha1.CFSpaceList{}
+	if err := d.Reader.List(ctx, spaces, client.MatchingFields{NameField: guid}); err != nil {
+		return nil, err
+	}
+	return ofTheTree(spaces.Items), nil
+}
+
+// ofTheTree is the CFSpace of the tree among CFSpaces of one name (treeSpace's rule); nil if
+// there is none.
+func ofTheTree(named []cfv1alpha1.CFSpace) *cfv1alpha1.CFSpace {
+	var candidates, ready []*cfv1alpha1.CFSpace
+	for i := range named {
+		condition := meta.FindStatusCondition(named[i].Status.Conditions, cfv1alpha1.ReadyCondition)
+		switch {
+		case condition == nil:
+			candidates = append(candidates, &named[i])
+		case condition.Status == metav1.ConditionTrue:
+			candidates, ready = append(candidates, &named[i]), append(ready, &named[i])
+		case condition.Reason != cfv1alpha1.AnchorConflictReason:
+			candidates = append(candidates, &named[i])
+		}
+	}
+	switch {
+	case len(candidates) == 1:
+		return candidates[0]
+	case len(ready) == 1:
+		return ready[0]
+	}
+	return nil
+}
+
+// treeSpaces are those of spaces, all the CFSpaces of their names among them, that are their
+// names' spaces of the tree (ofTheTree), in their order.
+func treeSpaces(spaces []cfv1alpha1.CFSpace) []cfv1alpha1.CFSpace {
+	byName := map[string][]cfv1alpha1.CFSpace{}
+	for _, space := range spaces {
+		byName[space.Name] = append(byName[space.Name], space)
+	}
+	return slices.DeleteFunc(spaces, func(space cfv1alpha1.CFSpace) bool {
+		chosen := ofTheTree(byName[space.Name])
+		return chosen == nil || chosen.Namespace != space.Namespace
+	})
 }
 
 // memberOf returns the namespaces in which the user, or a group the user is in, is bound to a
@@ -215,7 +271,10 @@ func (d Directory) Orgs(ctx context.Context, u User) ([]cfv1alpha1.CFOrg, error)
 func (d Directory) Org(ctx context.Context, u User, guid string) (*cfv1alpha1.CFOrg, error) {
 	org := &cfv1alpha1.CFOrg{}
 	if err := d.Reader.Get(ctx, client.ObjectKey{Namespace: d.Root, Name: guid}, org); err != nil {
-		return nil, about(OrgResource, err)
+		if apierrors.IsNotFound(err) {
+			return nil, &NotFoundError{Resource: OrgResource}
+		}
+		return nil, err
 	}
 	visible, err := d.Visible(ctx, u)
 	if err != nil {
@@ -228,14 +287,11 @@ func (d Directory) Org(ctx context.Context, u User, guid string) (*cfv1alpha1.CF
 }
 
 // Spaces lists the spaces the user sees, of the orgs of orgGUIDs if it is not nil, without
-// those being deleted.
+// those being deleted, nor CFSpaces that are not the tree's space of their name.
 func (d Directory) Spaces(ctx context.Context, u User, orgGUIDs []string) ([]cfv1alpha1.CFSpace, error) {
 	visible, err := d.Visible(ctx, u)
 	if err != nil {
 		return nil, err
-	}
-	if orgGUIDs == nil {
-		orgGUIDs = []string{""} // every namespace
 	}
 	var spaces []cfv1alpha1.CFSpace
 	for _, org := range orgGUIDs {
@@ -243,24 +299,38 @@ func (d Directory) Spaces(ctx context.Context, u User, orgGUIDs []string) ([]cfv
 		if err := d.Reader.List(ctx, list, client.InNamespace(org)); err != nil {
 			return nil, err
 		}
-		spaces = append(spaces, list.Items...)
+		for _, space := range list.Items {
+			chosen, err := d.treeSpace(ctx, space.Name)
+			if err != nil {
+				return nil, err
+			}
+			if chosen != nil && chosen.Namespace == space.Namespace {
+				spaces = append(spaces, space)
+			}
+		}
+	}
+	if orgGUIDs == nil {
+		list := &cfv1alpha1.CFSpaceList{}
+		if err := d.Reader.List(ctx, list); err != nil {
+			return nil, err
+		}
+		spaces = treeSpaces(list.Items)
 	}
 	return slices.DeleteFunc(spaces, func(space cfv1alpha1.CFSpace) bool {
 		return !space.DeletionTimestamp.IsZero() || !visible.Space(&space)
 	}), nil
 }
 
-// Space returns the space of guid if the user sees it (also while it is deleted); else
-// NotFoundError, whether or not it exists.
+// Space returns the space of guid (the tree's, treeSpace) if the user sees it (also while it is
+// deleted); else NotFoundError, whether or not it exists.
 func (d Directory) Space(ctx context.Context, u User, guid string) (*cfv1alpha1.CFSpace, error) {
-	spaces := &cfv1alpha1.CFSpaceList{}
-	if err := d.Reader.List(ctx, spaces, client.MatchingFields{NameField: guid}); err != nil {
+	space, err := d.treeSpace(ctx, guid)
+	if err != nil {
 		return nil, err
 	}
-	if len(spaces.Items) == 0 {
+	if space == nil {
 		return nil, &NotFoundError{Resource: SpaceResource}
 	}
-	space := &spaces.Items[0]
 	visible, err := d.Visible(ctx, u)
 	if err != nil {
 		return nil, err
@@ -284,8 +354,8 @@ func (d Directory) SpaceNamespaces(ctx context.Context, u User, guids []string) 
 		return nil, err
 	}
 	var namespaces []string
-	for i := range spaces.Items {
-		if space := &spaces.Items[i]; visible.Space(space) && (guids == nil || slices.Contains(guids, space.Name)) {
+	for _, space := range treeSpaces(spaces.Items) {
+		if visible.Space(&space) && (guids == nil || slices.Contains(guids, space.Name)) {
 			namespaces = append(namespaces, space.Name)
 		}
 	}
@@ -313,20 +383,34 @@ func (d Directory) Find(ctx context.Context, u User, guid string, obj client.Obj
 	return &NotFoundError{Resource: resource}
 }
 
-// listIn lists, as the user, the objects of a kind in each of spaces, skipping the spaces where
-// the user may not list them, and returns each list's items.
-func listIn[L client.ObjectList, T any](ctx context.Context, c client.Client, spaces []string, newList func() L, items func(L) []T) ([]T, error) {
-	var all []T
+// listChunk is how many objects a list as the user asks the apiserver for at once: however
+// many objects a space holds, a list holds one chunk of them at a time, and what its caller
+// keeps of each.
+const listChunk = 100
+
+// eachIn calls visit, in chunks of listChunk as the user lists them, with the objects of a kind
+// in each of spaces, skipping the spaces where the user may not list them. visit keeps what it
+// makes of an object, not the object itself: holding every object would undo the chunks.
+func eachIn[L client.ObjectList, T any](ctx context.Context, c client.Client, spaces []string, newList func() L, items func(L) []T, visit func(*T)) error {
 	for _, space := range spaces {
-		list := newList()
-		err := c.List(ctx, list, client.InNamespace(space))
-		if apierrors.IsForbidden(err) {
-			continue
+		opts := &client.ListOptions{Namespace: space, Limit: listChunk}
+		for {
+			list := newList()
+			err := c.List(ctx, list, opts)
+			if apierrors.IsForbidden(err) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			chunk := items(list)
+			for i := range chunk {
+				visit(&chunk[i])
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
 		}
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, items(list)...)
 	}
-	return all, nil
+	return nil
 }

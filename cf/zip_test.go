@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -116,5 +117,82 @@ var _ = Describe("converting the cf CLI's zip into a source layer", func() {
 		Entry("files larger than the bound", func() *zip.Reader {
 			return zipOf(entry{"a", 0o644, "12345"}, entry{"b", 0o644, "67890"})
 		}, int64(9), `invalid package zip: its files add up to more than 9 bytes`),
+		Entry("empty files whose tar headers are larger than the bound", func() *zip.Reader {
+			return zipOf(entry{"a", 0o644, ""}, entry{"b", 0o644, ""}, entry{"c", 0o644, ""})
+		}, int64(1024), `invalid package zip: its files add up to more than 1024 bytes`),
+		Entry("an entry twice", func() *zip.Reader {
+			return zipOf(entry{"Procfile", 0o644, "web: a"}, entry{"./Procfile", 0o644, "web: b"})
+		}, int64(1<<20), `invalid package zip: entry "./Procfile" comes twice`),
 	)
+})
+
+// zipBytes makes a zip whose entries are written by write.
+func zipBytes(write func(*zip.Writer)) []byte {
+	GinkgoHelper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	write(w)
+	Expect(w.Close()).To(Succeed())
+	return buf.Bytes()
+}
+
+// openZip opens zipped as the CF API opens an upload.
+func openZip(zipped []byte) error {
+	_, err := cf.OpenZip(bytes.NewReader(zipped), int64(len(zipped)))
+	return err
+}
+
+var _ = Describe("opening the cf CLI's zip", func() {
+	It("opens the zip of an app", func() {
+		Expect(openZip(zipBytes(func(w *zip.Writer) {
+			for _, name := range []string{"Procfile", "bin/run", "public/index.html"} {
+				f, err := w.Create(name)
+				Expect(err).NotTo(HaveOccurred())
+				_, err = io.WriteString(f, strings.Repeat("content ", 100))
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}))).To(Succeed())
+	})
+
+	It("refuses a zip of more entries than an app has, before converting any", func() {
+		Expect(openZip(zipBytes(func(w *zip.Writer) {
+			for i := range cf.MaxZipEntries + 1 {
+				_, err := w.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("f%d", i), Method: zip.Store})
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}))).To(MatchError("invalid package zip: it has more than 100000 entries"))
+	})
+
+	It("stops reading a directory of entries larger than it may hold, before Go's reader holds it whole", func() {
+		// A comment of each entry's own makes the directory large with few entries: Go's zip
+		// reader reads the whole directory, and past the count that the zip states, before a
+		// caller can count its entries.
+		comment := strings.Repeat("c", 60<<10)
+		Expect(openZip(zipBytes(func(w *zip.Writer) {
+			for i := range 300 {
+				_, err := w.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("f%d", i), Method: zip.Store, Comment: comment})
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}))).To(MatchError("invalid package zip: its directory of entries is larger than 16777216 bytes"))
+	})
+
+	It("refuses an entry whose name is longer than a path", func() {
+		Expect(openZip(zipBytes(func(w *zip.Writer) {
+			_, err := w.Create(strings.Repeat("d/", 2049))
+			Expect(err).NotTo(HaveOccurred())
+		}))).To(MatchError("invalid package zip: an entry's name is longer than 4096 bytes"))
+	})
+
+	It("refuses files that unpack to a hundred times the zip's size, once they are large", func() {
+		zeros := func(size int) []byte {
+			return zipBytes(func(w *zip.Writer) {
+				f, err := w.CreateHeader(&zip.FileHeader{Name: "zeros", Method: zip.Deflate})
+				Expect(err).NotTo(HaveOccurred())
+				_, err = f.Write(make([]byte, size))
+				Expect(err).NotTo(HaveOccurred())
+			})
+		}
+		Expect(openZip(zeros(1<<20))).To(Succeed(), "a small file of zeros unpacks to a thousand times its zip, and is no threat")
+		Expect(openZip(zeros(65 << 20))).To(MatchError("invalid package zip: its files unpack to more than 100 times its size"))
+	})
 })

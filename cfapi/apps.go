@@ -29,13 +29,10 @@ func (s *server) listApps(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	apps, err := cf.AppsIn(r.Context(), userOf(r).Client, spaces...)
-	if err != nil {
-		return err
-	}
 	base := s.baseURL(r)
-	writeList(s, w, r, q, apps, func(app *cfv1alpha1.CFApp) presenter.App { return presenter.ForApp(app, base) })
-	return nil
+	return writeRead(s, w, r, q, func(visit func(*cfv1alpha1.CFApp)) error {
+		return cf.AppsIn(r.Context(), userOf(r).Client, spaces, visit)
+	}, func(app *cfv1alpha1.CFApp) (presenter.App, bool) { return presenter.ForApp(app, base), true })
 }
 
 // getApp is GET /v3/apps/:guid.

@@ -14,4 +14,10 @@
 // A handler decodes the request, calls package cf, which holds Cloud Foundry's operations and
 // rules, and presents the result (package presenter); the errors of all of them are mapped to
 // Cloud Foundry's once, in the middleware (errors.go).
+//
+// What one user may take of a replica is bounded (docs/security.md, review 3): the reviews of
+// credentials it has not seen (package auth), the time a request's body and answer may take
+// (middleware.go), the lists and uploads in progress at once and the reads made with the API's
+// own rights (limits.go), what a list holds (package listing) and what an upload's zip may cost
+// (cf.OpenZip).
 package cfapi

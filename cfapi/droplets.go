@@ -76,22 +76,21 @@ func (s *server) writeDroplets(w http.ResponseWriter, r *http.Request, space str
 	if err != nil {
 		return err
 	}
-	droplets, err := cf.Droplets(r.Context(), userOf(r).Client, space, matches)
-	if err != nil {
-		return err
-	}
-	if states := filter(r, "states"); states != nil && !slices.Contains(states, string(cfv1alpha1.BuildStaged)) {
-		droplets = nil
-	}
 	stacks, err := s.clusterStacks(r)
 	if err != nil {
 		return err
 	}
 	base := s.baseURL(r)
-	writeList(s, w, r, q, droplets, func(b *cfv1alpha1.CFBuild) presenter.Droplet {
-		return presenter.ForDroplet(b, cf.DropletStack(b.StagedDroplet(), stacks), base)
+	states := filter(r, "states")
+	staged := states == nil || slices.Contains(states, string(cfv1alpha1.BuildStaged))
+	return writeRead(s, w, r, q, func(visit func(*cfv1alpha1.CFBuild)) error {
+		return cf.Droplets(r.Context(), userOf(r).Client, space, visit)
+	}, func(b *cfv1alpha1.CFBuild) (presenter.Droplet, bool) {
+		if !staged || !matches(b) {
+			return presenter.Droplet{}, false
+		}
+		return presenter.ForDroplet(b, cf.DropletStack(b.StagedDroplet(), stacks), base), true
 	})
-	return nil
 }
 
 // getCurrentDroplet is GET /v3/apps/:guid/relationships/current_droplet.

@@ -1,11 +1,13 @@
 package cfapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/cf"
@@ -50,12 +52,14 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 }
 
 // jobObject reads the object that a delete job deletes, and names its kind; nil once it is
-// gone, and for an applied manifest, whose job is done. Whether an org's or a space's deletion
-// is done is read with the API's own rights and not from its cache: the user's rights go with
-// the namespace being deleted (HNC deletes the copies of the org's RoleBindings first), and a
-// cache that lags would call the deletion done early. A job thus tells any authenticated user
-// whether a GUID names an org or a space that exists. An app's deletion is read as the user,
-// whose rights in the space stay while the app goes.
+// gone, and for an applied manifest, whose job is done. A job answers only about what its user
+// sees: an org's or a space's from the API's cache (which holds it while it is deleted), an
+// app's as the user. To anybody else a job of an org or a space that exists reads as one of a
+// GUID that names nothing: complete (review 3, N15). Whether a deletion that the user sees is
+// done is then read with the API's own rights (readOwn) and not from the cache: the user's
+// rights go with the namespace being deleted (HNC deletes the copies of the org's RoleBindings
+// first), and a cache that lags would call the deletion done early. An app's deletion is read as
+// the user, whose rights in the space stay while the app goes.
 func (s *server) jobObject(r *http.Request, operation, guid string) (cf.Conditioned, string, error) {
 	switch operation {
 	case applyManifestJob:
@@ -68,11 +72,31 @@ func (s *server) jobObject(r *http.Request, operation, guid string) (cf.Conditio
 		}
 		return app, cf.AppResource, err
 	case orgDeleteJob:
-		org, err := cf.DeletingOrg(r.Context(), s.live, s.cfg.RootNamespace, guid)
+		if _, err := s.dir.Org(r.Context(), userOf(r), guid); err != nil {
+			return nil, cf.OrgResource, ignoreNotFound(err)
+		}
+		org, err := readOwn(s, r, orgDeleteJob+jobSeparator+guid, func(ctx context.Context, live client.Reader) (cf.Conditioned, error) {
+			return cf.DeletingOrg(ctx, live, s.cfg.RootNamespace, guid)
+		})
 		return org, cf.OrgResource, err
 	case spaceDeleteJob:
-		space, err := cf.DeletingSpace(r.Context(), s.live, guid)
-		return space, cf.SpaceResource, err
+		space, err := s.dir.Space(r.Context(), userOf(r), guid)
+		if err != nil {
+			return nil, cf.SpaceResource, ignoreNotFound(err)
+		}
+		deleting, err := readOwn(s, r, spaceDeleteJob+jobSeparator+space.Namespace+jobSeparator+guid,
+			func(ctx context.Context, live client.Reader) (cf.Conditioned, error) {
+				return cf.DeletingSpace(ctx, live, space.Namespace, guid)
+			})
+		return deleting, cf.SpaceResource, err
 	}
 	return nil, "", cferror.ResourceNotFound(jobResource)
+}
+
+// ignoreNotFound is nil for cf's NotFoundError, err otherwise.
+func ignoreNotFound(err error) error {
+	if cf.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

@@ -10,13 +10,34 @@ import (
 // writeList answers the page of items that the request's query asks for, each presented by
 // present, with the links to the other pages; the query has been parsed into q.
 func writeList[T any, P listing.Item](s *server, w http.ResponseWriter, r *http.Request, q listing.Query, items []T, present func(*T) P) {
-	base := s.baseURL(r)
-	presented := make([]P, len(items))
+	pager := listing.NewPager[P](q)
 	for i := range items {
-		presented[i] = present(&items[i])
+		pager.Offer(present(&items[i]))
 	}
-	page, total := listing.Apply(presented, q)
-	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, base, r.URL.Path))
+	writePage(s, w, r, q, pager)
+}
+
+// writeRead answers the page of the items that read lists, as the user reads them a chunk at a
+// time (cf.AppsIn and the like): each item is presented as it comes, and only those that may
+// lie on the page are kept (listing.Pager), however many the spaces hold. present returns false
+// for an item that a filter of the request beyond the query's leaves out.
+func writeRead[T any, P listing.Item](s *server, w http.ResponseWriter, r *http.Request, q listing.Query, read func(visit func(*T)) error, present func(*T) (P, bool)) error {
+	pager := listing.NewPager[P](q)
+	if err := read(func(item *T) {
+		if p, ok := present(item); ok {
+			pager.Offer(p)
+		}
+	}); err != nil {
+		return err
+	}
+	writePage(s, w, r, q, pager)
+	return nil
+}
+
+// writePage answers the page that a pager holds, with the links to the other pages.
+func writePage[P listing.Item](s *server, w http.ResponseWriter, r *http.Request, q listing.Query, pager *listing.Pager[P]) {
+	page, total := pager.Page()
+	writeJSON(w, http.StatusOK, presenter.ForList(page, total, q, s.baseURL(r), r.URL.Path))
 }
 
 // parseList reads a list request's query (listing.Parse).
@@ -24,7 +45,7 @@ func parseList(r *http.Request, orders ...string) (listing.Query, error) {
 	return listing.Parse(r.URL.Query(), orders...)
 }
 
-// filter is a comma-separated filter of the request's query, nil if it has none.
+// filter is a comma-separated filter of the request's query, each value once, nil if it has none.
 func filter(r *http.Request, key string) []string {
 	return listing.Values(r.URL.Query(), key)
 }

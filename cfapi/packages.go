@@ -1,13 +1,13 @@
 package cfapi
 
 import (
-	"archive/zip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"slices"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
@@ -65,21 +65,14 @@ func (s *server) listPackages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pkgs, err := cf.PackagesIn(r.Context(), userOf(r).Client, spaces...)
-	if err != nil {
-		return err
-	}
 	base := s.baseURL(r)
 	apps, states := filter(r, "app_guids"), filter(r, "states")
-	presented := make([]presenter.Package, 0, len(pkgs))
-	for i := range pkgs {
-		p := presenter.ForPackage(&pkgs[i], base)
-		if (apps == nil || slices.Contains(apps, pkgs[i].Spec.AppRef.Name)) && (states == nil || slices.Contains(states, p.State)) {
-			presented = append(presented, p)
-		}
-	}
-	writeList(s, w, r, q, presented, func(p *presenter.Package) presenter.Package { return *p })
-	return nil
+	return writeRead(s, w, r, q, func(visit func(*cfv1alpha1.CFPackage)) error {
+		return cf.PackagesIn(r.Context(), userOf(r).Client, spaces, visit)
+	}, func(pkg *cfv1alpha1.CFPackage) (presenter.Package, bool) {
+		p := presenter.ForPackage(pkg, base)
+		return p, (apps == nil || slices.Contains(apps, pkg.Spec.AppRef.Name)) && (states == nil || slices.Contains(states, p.State))
+	})
 }
 
 // getPackage is GET /v3/packages/:guid.
@@ -104,6 +97,7 @@ func (s *server) findPackage(r *http.Request, guid string) (*cfv1alpha1.CFPackag
 // space while it is converted. The package names the image by digest and is READY when the
 // answer comes.
 func (s *server) uploadPackage(w http.ResponseWriter, r *http.Request) error {
+	uploading(w, r)
 	pkg, err := s.findPackage(r, r.PathValue("guid"))
 	if err != nil {
 		return err
@@ -213,18 +207,29 @@ func (u *upload) saveZip(part *multipart.Part) (string, error) {
 // convertZip writes the layer of the zip's files into a file of the upload and returns its
 // path.
 func (u *upload) convertZip(zipPath string) (string, error) {
-	zr, err := zip.OpenReader(zipPath)
+	f, err := os.Open(zipPath)
 	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	zr, err := cf.OpenZip(f, info.Size())
+	switch {
+	case errors.Is(err, cf.ErrInvalidZip):
+		return "", cferror.AppPackageInvalid(err.Error())
+	case err != nil:
 		return "", cferror.AppPackageInvalid("the field bits is not a zip: " + err.Error())
 	}
-	defer zr.Close()
 	out, err := u.create("layer.tar")
 	if err != nil {
 		return "", err
 	}
 	defer out.Close()
 	layer := cf.NewSourceLayer(out)
-	if err := cf.ZipToLayer(&zr.Reader, layer, maxPackageSize); err != nil {
+	if err := cf.ZipToLayer(zr, layer, maxPackageSize); err != nil {
 		if errors.Is(err, cf.ErrInvalidZip) {
 			return "", cferror.AppPackageInvalid(err.Error())
 		}

@@ -1,11 +1,14 @@
 package cfapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/cf"
@@ -35,13 +38,34 @@ func (s *server) listStacks(w http.ResponseWriter, r *http.Request) error {
 }
 
 // clusterStacks are kpack's ClusterStacks, read with the API's own rights: the stacks that
-// cf stacks lists, and that name the stacks of buildpacks and droplets.
+// cf stacks lists, and that name the stacks of buildpacks and droplets. The slice is shared with
+// the requests that read it at the same time: read it only.
 func (s *server) clusterStacks(r *http.Request) ([]kpackv1alpha2.ClusterStack, error) {
-	stacks, err := cf.Stacks(r.Context(), s.live)
-	if err != nil {
-		return nil, ownReadFailed(err)
+	return readOwn(s, r, "stacks", cf.Stacks)
+}
+
+// ownReadTimeout bounds a read with the API's own rights, which requests share (readOwn).
+const ownReadTimeout = 30 * time.Second
+
+// readOwn reads what read reads with the API's own rights, for the request's user, within the
+// user's share of such reads (ownReads); the requests that ask for the same (key) while one
+// reads it share its answer, so that users asking at once cost the apiserver one read.
+func readOwn[T any](s *server, r *http.Request, key string, read func(context.Context, client.Reader) (T, error)) (T, error) {
+	var none T
+	if err := s.ownReads.allow(sessionOf(r).Identity.Name); err != nil {
+		return none, err
 	}
-	return stacks, nil
+	shared, err, _ := s.reading.Do(key, func() (any, error) {
+		// Not the request's own context: the requests sharing the read outlive its first.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), ownReadTimeout)
+		defer cancel()
+		return read(ctx, s.live)
+	})
+	if err != nil {
+		return none, ownReadFailed(err)
+	}
+	value, _ := shared.(T) // nil for a read that found nothing
+	return value, nil
 }
 
 // ownReadFailed is the error of a read with the API's own rights: the API's failure (its
@@ -62,9 +86,9 @@ func (s *server) listBuildpacks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	stores, err := cf.Stores(r.Context(), s.live)
+	stores, err := readOwn(s, r, "stores", cf.Stores)
 	if err != nil {
-		return ownReadFailed(err)
+		return err
 	}
 	stacks, err := s.clusterStacks(r)
 	if err != nil {

@@ -6,15 +6,8 @@ import (
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 	"code.cloudfoundry.org/cf-hnc/cf"
-	"code.cloudfoundry.org/cf-hnc/cfapi/listing"
 	"code.cloudfoundry.org/cf-hnc/cfapi/presenter"
 )
-
-// writeProcesses answers a page of processes.
-func (s *server) writeProcesses(w http.ResponseWriter, r *http.Request, q listing.Query, processes []cfv1alpha1.CFProcess) {
-	base := s.baseURL(r)
-	writeList(s, w, r, q, processes, func(p *cfv1alpha1.CFProcess) presenter.Process { return presenter.ForProcess(p, base) })
-}
 
 // processesOfApp returns the processes of the app that the path's guid names, if the user sees
 // it; else CF's "App not found".
@@ -36,7 +29,8 @@ func (s *server) listAppProcesses(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	s.writeProcesses(w, r, q, processes)
+	base := s.baseURL(r)
+	writeList(s, w, r, q, processes, func(p *cfv1alpha1.CFProcess) presenter.Process { return presenter.ForProcess(p, base) })
 	return nil
 }
 
@@ -51,15 +45,15 @@ func (s *server) listProcesses(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	processes, err := cf.ProcessesIn(r.Context(), userOf(r).Client, spaces...)
-	if err != nil {
-		return err
-	}
-	if apps := filter(r, "app_guids"); apps != nil {
-		processes = slices.DeleteFunc(processes, func(p cfv1alpha1.CFProcess) bool { return !slices.Contains(apps, p.Spec.AppRef.Name) })
-	}
-	s.writeProcesses(w, r, q, processes)
-	return nil
+	base, apps := s.baseURL(r), filter(r, "app_guids")
+	return writeRead(s, w, r, q, func(visit func(*cfv1alpha1.CFProcess)) error {
+		return cf.ProcessesIn(r.Context(), userOf(r).Client, spaces, visit)
+	}, func(p *cfv1alpha1.CFProcess) (presenter.Process, bool) {
+		if apps != nil && !slices.Contains(apps, p.Spec.AppRef.Name) {
+			return presenter.Process{}, false
+		}
+		return presenter.ForProcess(p, base), true
+	})
 }
 
 // findProcess returns the process that the path's guid names if the user sees it; else CF's

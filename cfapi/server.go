@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/singleflight"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,12 +38,22 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// DeleteTimeout is how long a deletion may take before its job fails.
 	DeleteTimeout time.Duration
+	// ReadTimeout bounds how long a request's body may take to come, an upload's how long it may
+	// pause. Zero: DefaultReadTimeout.
+	ReadTimeout time.Duration
 	// ScratchDir is where uploads are staged on disk while they are converted and pushed.
 	ScratchDir string
 	// ScratchBytes bounds the bytes that all the uploads of this API, at once, may hold in
 	// ScratchDir: an upload that finds no room is refused, and retried by the user later. Zero:
 	// DefaultScratchBytes.
 	ScratchBytes int64
+	// MaxLists bounds the lists read as the user across spaces (apps, packages, processes,
+	// droplets, roles) that this API serves at once, MaxUploads the uploads; one user may hold
+	// half of each. Zero: DefaultMaxLists, DefaultMaxUploads.
+	MaxLists, MaxUploads int
+	// Reviews bounds the SelfSubjectReviews of credentials that the API has not decided on yet,
+	// which anybody who reaches it can send. Zero (both fields): auth.DefaultReviews.
+	Reviews auth.ReviewLimit
 	// Log receives a line per failed request and, at V(1), per request.
 	Log logr.Logger
 }
@@ -51,6 +62,17 @@ type Config struct {
 // its zip and the layer made of it, each up to the size of the package.
 const DefaultScratchBytes = 1 << 30
 
+// DefaultReadTimeout is the ReadTimeout that Config does not set: a JSON body is at most a MiB.
+const DefaultReadTimeout = 30 * time.Second
+
+// The concurrency that Config does not set. A list holds its page and a chunk of objects (a few
+// MB at per_page=5000), an upload a zip's directory (up to about 80 MB) and its streams: within
+// the API's 512 Mi.
+const (
+	DefaultMaxLists   = 16
+	DefaultMaxUploads = 2
+)
+
 // cacheSyncTimeout bounds the first read of the API's cache: without the read rights of its
 // ServiceAccount the cache never syncs, and the API should fail to start rather than hang.
 const cacheSyncTimeout = 2 * time.Minute
@@ -58,6 +80,7 @@ const cacheSyncTimeout = 2 * time.Minute
 // New starts the API's cache of the cluster of config, which holds the API's own read-only
 // credentials, waits until it is filled, and returns the API's handler. The cache stops with ctx.
 func New(ctx context.Context, config *rest.Config, cfg Config) (http.Handler, error) {
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, DefaultReadTimeout)
 	cl, err := newCluster(ctx, config, cfg.RootNamespace)
 	if err != nil {
 		return nil, err
@@ -75,11 +98,15 @@ func New(ctx context.Context, config *rest.Config, cfg Config) (http.Handler, er
 		}
 	}
 	s := &server{
-		cfg:     cfg,
-		dir:     cf.Directory{Reader: cl.GetClient(), Root: cfg.RootNamespace},
-		live:    cl.GetAPIReader(),
-		auth:    auth.NewAuthenticator(config, client.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper()}, cfg.SessionTTL),
-		scratch: newScratch(cfg.ScratchDir, cmp.Or(cfg.ScratchBytes, DefaultScratchBytes)),
+		cfg:  cfg,
+		dir:  cf.Directory{Reader: cl.GetClient(), Root: cfg.RootNamespace},
+		live: cl.GetAPIReader(),
+		auth: auth.NewAuthenticator(config, client.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper()}, cfg.SessionTTL,
+			cmp.Or(cfg.Reviews, auth.DefaultReviews)),
+		scratch:  newScratch(cfg.ScratchDir, cmp.Or(cfg.ScratchBytes, DefaultScratchBytes)),
+		lists:    newSlots("lists", cmp.Or(cfg.MaxLists, DefaultMaxLists)),
+		uploads:  newSlots("uploads", cmp.Or(cfg.MaxUploads, DefaultMaxUploads)),
+		ownReads: newOwnReads(),
 	}
 	return s.routes(), nil
 }
@@ -124,6 +151,12 @@ type server struct {
 	live    client.Reader
 	auth    *auth.Authenticator
 	scratch *scratch
+	// lists and uploads bound the requests that cost the API most while they run.
+	lists, uploads *slots
+	// ownReads bounds each user's share of the reads made with the API's own rights (live), and
+	// reading lets the requests that ask for the same at once share one read.
+	ownReads *ownReads
+	reading  singleflight.Group
 }
 
 func (s *server) routes() http.Handler {
@@ -151,14 +184,14 @@ func (s *server) authenticatedRoutes() map[string]handlerFunc {
 		"GET /v3/spaces/{guid}":                               s.getSpace,
 		"DELETE /v3/spaces/{guid}":                            s.deleteSpace,
 		"GET /v3/jobs/{guid}":                                 s.getJob,
-		"GET /v3/roles":                                       s.listRoles,
+		"GET /v3/roles":                                       s.limited(s.lists, s.listRoles),
 		"POST /v3/roles":                                      s.createRole,
 		"DELETE /v3/roles/{guid}":                             s.deleteRole,
 		"GET /v3/stacks":                                      s.listStacks,
 		"GET /v3/buildpacks":                                  s.listBuildpacks,
 		"POST /v3/spaces/{guid}/actions/apply_manifest":       s.applyManifest,
 		"POST /v3/spaces/{guid}/manifest_diff":                s.manifestDiff,
-		"GET /v3/apps":                                        s.listApps,
+		"GET /v3/apps":                                        s.limited(s.lists, s.listApps),
 		"POST /v3/apps":                                       s.createApp,
 		"GET /v3/apps/{guid}":                                 s.getApp,
 		"DELETE /v3/apps/{guid}":                              s.deleteApp,
@@ -169,7 +202,7 @@ func (s *server) authenticatedRoutes() map[string]handlerFunc {
 		"PATCH /v3/apps/{guid}/relationships/current_droplet": s.setCurrentDroplet,
 		"GET /v3/apps/{guid}/processes":                       s.listAppProcesses,
 		"POST /v3/apps/{guid}/processes/{type}/actions/scale": s.scaleAppProcess,
-		"GET /v3/processes":                                   s.listProcesses,
+		"GET /v3/processes":                                   s.limited(s.lists, s.listProcesses),
 		"GET /v3/processes/{guid}":                            s.getProcess,
 		"GET /v3/processes/{guid}/stats":                      s.processStats,
 		"GET /v3/processes/{guid}/sidecars":                   s.listSidecars,
@@ -180,14 +213,14 @@ func (s *server) authenticatedRoutes() map[string]handlerFunc {
 		"POST /v3/deployments":                                s.createDeployment,
 		"POST /v3/resource_matches":                           s.matchResources,
 		"POST /v3/packages":                                   s.createPackage,
-		"GET /v3/packages":                                    s.listPackages,
+		"GET /v3/packages":                                    s.limited(s.lists, s.listPackages),
 		"GET /v3/packages/{guid}":                             s.getPackage,
-		"POST /v3/packages/{guid}/upload":                     s.uploadPackage,
-		"GET /v3/packages/{guid}/droplets":                    s.listPackageDroplets,
+		"POST /v3/packages/{guid}/upload":                     s.limited(s.uploads, s.uploadPackage),
+		"GET /v3/packages/{guid}/droplets":                    s.limited(s.lists, s.listPackageDroplets),
 		"POST /v3/builds":                                     s.createBuild,
 		"GET /v3/builds/{guid}":                               s.getBuild,
 		"GET /v3/droplets/{guid}":                             s.getDroplet,
-		"GET /v3/apps/{guid}/droplets":                        s.listAppDroplets,
+		"GET /v3/apps/{guid}/droplets":                        s.limited(s.lists, s.listAppDroplets),
 		"GET /v3/apps/{guid}/droplets/current":                s.getAppCurrentDroplet,
 		"GET /api/v1/info":                                    s.logCacheInfo,
 		"GET /api/v1/read/{source}":                           s.readLogs,

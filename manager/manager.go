@@ -3,14 +3,8 @@ package manager
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	"code.cloudfoundry.org/cf-hnc/buildconfig"
 	"code.cloudfoundry.org/cf-hnc/builders"
@@ -53,13 +47,8 @@ type Config struct {
 	CertRotation *CertRotation
 }
 
-// Options returns manager options with cf-hnc's scheme and cache, for the tree under root:
-// only the namespaces of that tree and the anchors cf-hnc made are cached, not every one of a
-// cluster that HNC may share with other tenants; only build-config Secrets and
-// ServiceAccounts, not every Secret of the cluster; only the pods and StatefulSets of apps
-// (kpack's build pods, the instances), and only what is read of the pods; no managed fields
-// but those of the Secrets and ServiceAccounts an operator placed, and no copy of kubectl's
-// last-applied configuration on those.
+// Options returns manager options with cf-hnc's scheme and cache (cacheOptions), for the tree
+// under root.
 // The manager's client counts its writes (cf_hnc_api_writes_total), so that operators and the
 // benchmark see what cf-hnc costs the apiserver, and that it writes nothing when idle.
 func Options(root string) (ctrl.Options, error) {
@@ -67,49 +56,13 @@ func Options(root string) (ctrl.Options, error) {
 	if err != nil {
 		return ctrl.Options{}, fmt.Errorf("root namespace %q: %w", root, err)
 	}
+	tree := &tree{inTree: inTree}
 	return ctrl.Options{
 		Scheme:    cfscheme.New(),
 		NewClient: metrics.NewCountingClient,
-		Cache: cache.Options{
-			// Managed fields are most of a namespace's or a CFSpace's size, and nothing reads
-			// them, but the propagation reconciler on the Secrets and ServiceAccounts placed.
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Namespace{}:               {Label: inTree},
-				&hncv1alpha2.SubnamespaceAnchor{}: {Label: orgspace.AnchorSelector},
-				&corev1.Secret{}:                  {Label: buildconfig.Selector, Transform: trimBuildConfig},
-				&corev1.ServiceAccount{}:          {Label: buildconfig.Selector, Transform: trimBuildConfig},
-				&corev1.Pod{}:                     {Label: processes.AppSelector, Transform: trimAppPod},
-				&appsv1.StatefulSet{}:             {Label: processes.AppSelector},
-			},
-		},
+		NewCache:  tree.newCache,
+		Cache:     cacheOptions(tree),
 	}, nil
-}
-
-// trimAppPod keeps of a cached pod of an app what is read of it: of a build pod what the
-// rollout and the build reconciler read (staging), of an instance's pod what its process's
-// status reads (processes).
-func trimAppPod(obj any) (any, error) {
-	if pod, ok := obj.(*corev1.Pod); ok && processes.IsInstance(pod) {
-		return processes.TrimInstancePod(pod), nil
-	}
-	return staging.TrimBuildPod(obj)
-}
-
-// trimBuildConfig drops from a cached Secret or ServiceAccount what nothing reads: kubectl's
-// last-applied annotation, a second copy of the object that HNC copies into every space with
-// it, and the managed fields of HNC's copies, most of the cached objects. The managed fields of
-// what an operator placed stay: the propagation reconciler reads them.
-func trimBuildConfig(obj any) (any, error) {
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return obj, nil
-	}
-	delete(o.GetAnnotations(), corev1.LastAppliedConfigAnnotation)
-	if buildconfig.IsCopy(o) {
-		o.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // Leader election: the lease and the events about it, in the manager's own namespace.
@@ -159,10 +112,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if !cfg.Webhooks {
 		return mgr.AddReadyzCheck("ping", healthz.Ping)
 	}
-	if err := orgspace.SetupWebhooks(mgr, mgr.GetAPIReader(), cfg.RootNamespace); err != nil {
+	if err := orgspace.SetupWebhooks(mgr, cfg.RootNamespace, admissionDeadline); err != nil {
 		return err
 	}
-	if err := staging.SetupWebhooks(mgr); err != nil {
+	if err := staging.SetupWebhooks(mgr, admissionDeadline); err != nil {
 		return err
 	}
 	if err := rollout.SetupWebhook(mgr); err != nil {

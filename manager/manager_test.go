@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/testenv"
 	"code.cloudfoundry.org/cf-hnc/manager"
@@ -32,13 +34,15 @@ func TestManager(t *testing.T) {
 var (
 	k8s    client.Client
 	cached client.Client
+	// apiserver is an administrator's connection to the suite's apiserver.
+	apiserver *rest.Config
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	cp, err := controlplane.Start(ctx, controlplane.Options{WorkDir: filepath.Join(".local", "manager")})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cp.Stop)
-	k8s = cp.Client
+	k8s, apiserver = cp.Client, cp.Config
 
 	opts, err := manager.Options(controlplane.RootNamespace)
 	Expect(err).NotTo(HaveOccurred())
@@ -47,6 +51,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	mgr, err := ctrl.NewManager(cp.Config, opts)
 	Expect(err).NotTo(HaveOccurred())
 	testenv.RunManager(mgr)
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 	cached = mgr.GetClient()
 }, NodeTimeout(2*time.Minute))
 
@@ -55,7 +60,8 @@ var _ = Describe("The manager's cache", func() {
 	labelled := map[string]string{cfv1alpha1.BuildConfigLabel: "true"}
 
 	BeforeEach(func(ctx SpecContext) {
-		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+		// No HNC runs in this suite: the tests put on the tree labels that HNC would.
+		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: cftest.TreeLabels(controlplane.RootNamespace, "2")}})
 		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
 	})
 

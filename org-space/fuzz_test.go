@@ -36,7 +36,7 @@ func FuzzOrgValidator(f *testing.F) {
 			Spec: cfv1alpha1.CFOrgSpec{DisplayName: "Acme"},
 		}
 		reader := fake.NewClientBuilder().WithScheme(cfscheme.New()).WithObjects(existing).Build()
-		v := &OrgValidator{reader: reader, root: "cf"}
+		v := &OrgValidator{names: names{cached: reader, live: reader, deadline: time.Minute}, root: "cf"}
 		org := &cfv1alpha1.CFOrg{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 			Spec:       cfv1alpha1.CFOrgSpec{DisplayName: displayName},

@@ -182,6 +182,9 @@ var _ = Describe("Orgs and spaces", func() {
 			org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
 			withSpaceDefaulterUnserved(ctx, org.Name)
 			space := newSpace(org.Name, "dev")
+			// The manager's cache holds none of these: its write must not remove them.
+			space.Labels = map[string]string{"team.example/owner": "a"}
+			space.Annotations = map[string]string{"team.example/note": "b"}
 			Expect(k8s.Create(ctx, space)).To(Succeed())
 			Expect(space.Labels).NotTo(HaveKey(cfv1alpha1.DisplayNameKeyLabel))
 			Expect(space.Finalizers).To(BeEmpty())
@@ -190,6 +193,8 @@ var _ = Describe("Orgs and spaces", func() {
 				g.Expect(space.Labels).To(HaveKeyWithValue(cfv1alpha1.DisplayNameKeyLabel, cfv1alpha1.DisplayNameKey("dev")))
 				g.Expect(space.Finalizers).To(ConsistOf(orgspace.Finalizer))
 			}).Should(Succeed())
+			Expect(space.Labels).To(HaveKeyWithValue("team.example/owner", "a"))
+			Expect(space.Annotations).To(HaveKeyWithValue("team.example/note", "b"))
 			Eventually(readiness(ctx, space)).Should(HaveReason(cfv1alpha1.NamespaceReadyReason))
 			Expect(k8s.Create(ctx, newSpace(org.Name, "DEV"))).To(MatchError(ContainSubstring("Name must be unique per organization")))
 		})

@@ -188,11 +188,20 @@ func (s subnamespace) allowCascadingDeletion(ctx context.Context, c client.Clien
 // display name if the webhooks did not (made before the label, or with the webhooks off), in
 // one write.
 func addFinalizerAndKey(ctx context.Context, c client.Client, obj cfv1alpha1.DisplayNamed) error {
+	patch := metadataPatch(obj)
 	added := controllerutil.AddFinalizer(obj, Finalizer)
 	if labelled := setDisplayNameKey(obj); !added && !labelled {
 		return nil
 	}
-	return c.Update(ctx, obj)
+	return c.Patch(ctx, obj, patch)
+}
+
+// metadataPatch is a patch of what cf-hnc changes of an org's or a space's metadata from now
+// on: the cache holds only the labels and annotations cf-hnc reads, and an update of the whole
+// object would remove the others. The finalizers are patched as a list, so it is a patch of
+// this version of the object only.
+func metadataPatch(obj client.Object) client.Patch {
+	return client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 }
 
 // finishDeletion deletes the anchor and, once the namespace HNC made from it is gone, records
@@ -212,8 +221,9 @@ func (s subnamespace) finishDeletion(ctx context.Context, c client.Client, uncac
 		return ctrl.Result{RequeueAfter: deletionPoll}, err
 	}
 	recorder.Eventf(obj, nil, corev1.EventTypeNormal, cfv1alpha1.DeletingReason, "Delete", "namespace %s is deleted", s.name)
+	patch := metadataPatch(obj)
 	controllerutil.RemoveFinalizer(obj, Finalizer)
-	return ctrl.Result{}, c.Update(ctx, obj)
+	return ctrl.Result{}, c.Patch(ctx, obj, patch)
 }
 
 // requeue looks again now and then at a state that no watched event may end: one that only an

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,20 +38,68 @@ var displayNamePath = field.NewPath("spec", "displayName")
 
 // SetupWebhooks registers the webhooks of orgs and spaces. The mutating ones label each with
 // the key of its display name as it is created or renamed, and add its finalizer as it is
-// created; the validating ones find a taken name by that label, through reader, which should
-// not be a cache: two orgs created in quick succession must see each other. The label keeps
-// that read small: the objects of one name, not every org, or every space of an org. The
-// reconcilers settle what a race lets through (DuplicateName), and label what was made without
-// the webhooks.
-func SetupWebhooks(mgr ctrl.Manager, reader client.Reader, root string) error {
+// created; the validating ones find a taken name by that label (names). The reconcilers settle
+// what a race lets through (DuplicateName), and label what was made without the webhooks.
+func SetupWebhooks(mgr ctrl.Manager, root string, deadline time.Duration) error {
+	n := names{cached: mgr.GetClient(), live: mgr.GetAPIReader(), deadline: deadline}
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFOrg{}).
 		WithDefaulter(defaulter[*cfv1alpha1.CFOrg]{}).
-		WithValidator(&OrgValidator{reader: reader, root: root}).Complete(); err != nil {
+		WithValidator(&OrgValidator{names: n, root: root}).Complete(); err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFSpace{}).
 		WithDefaulter(defaulter[*cfv1alpha1.CFSpace]{}).
-		WithValidator(&SpaceValidator{reader: reader, root: root}).Complete()
+		WithValidator(&SpaceValidator{names: n, root: root}).Complete()
+}
+
+// names reads what the validators check: the orgs or spaces that have a display name's key
+// (the objects of one name, not every org, or every space of an org), and a space's org. It
+// reads the cache first, and the apiserver again only for a name the cache says is free or an
+// org it does not hold yet: two orgs created in quick succession must see each other. Both
+// reads end by the deadline, so that a cache still filling (a replica that just started) or a
+// slow apiserver answers the admission request with a refusal that says so, well before the
+// apiserver gives up on the webhook (failing closed either way).
+type names struct {
+	cached, live client.Reader
+	deadline     time.Duration
+}
+
+// nameTaken lists into list the objects of its kind in namespace whose display name has the
+// key of displayName, and says whether takenIn, which looks at list, finds it taken.
+func (n names) nameTaken(ctx context.Context, list client.ObjectList, namespace, displayName string, takenIn func() bool) (bool, error) {
+	for _, reader := range []client.Reader{n.cached, n.live} {
+		if err := reader.List(ctx, list, client.InNamespace(namespace), sameKey(displayName)); err != nil {
+			return false, unanswered(ctx, err)
+		}
+		if takenIn() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// exists says whether obj exists, in the cache or else in the apiserver.
+func (n names) exists(ctx context.Context, key client.ObjectKey, obj client.Object) (bool, error) {
+	err := n.cached.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = n.live.Get(ctx, key, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, unanswered(ctx, err)
+}
+
+// unanswered is the refusal of a request whose reads failed: a timeout that says to try again
+// when they ran out of time.
+func unanswered(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return apierrors.NewTimeoutError(fmt.Sprintf("cf-hnc could not check the name in time (%v); try again", err), 1)
+	}
+	return apierrors.NewInternalError(err)
 }
 
 // defaulter labels an org or a space with the key of its display name and, as it is created,
@@ -89,8 +138,8 @@ func sameKey(displayName string) client.MatchingLabels {
 
 // OrgValidator keeps orgs in the root namespace with unique display names.
 type OrgValidator struct {
-	reader client.Reader
-	root   string
+	names
+	root string
 }
 
 var _ admission.Validator[*cfv1alpha1.CFOrg] = (*OrgValidator)(nil)
@@ -122,11 +171,14 @@ func (v *OrgValidator) ValidateDelete(context.Context, *cfv1alpha1.CFOrg) (admis
 }
 
 func (v *OrgValidator) checkName(ctx context.Context, org *cfv1alpha1.CFOrg) error {
+	ctx, cancel := context.WithTimeout(ctx, v.deadline)
+	defer cancel()
 	orgs := &cfv1alpha1.CFOrgList{}
-	if err := v.reader.List(ctx, orgs, client.InNamespace(v.root), sameKey(org.Spec.DisplayName)); err != nil {
-		return apierrors.NewInternalError(err)
+	isTaken, err := v.nameTaken(ctx, orgs, v.root, org.Spec.DisplayName, func() bool { return taken(orgs.Items, org.Name, org.Spec.DisplayName) })
+	if err != nil {
+		return err
 	}
-	if taken(orgs.Items, org.Name, org.Spec.DisplayName) {
+	if isTaken {
 		return invalid("CFOrg", org.Name, field.Invalid(displayNamePath, org.Spec.DisplayName,
 			fmt.Sprintf(orgNameTaken, org.Spec.DisplayName)))
 	}
@@ -135,16 +187,18 @@ func (v *OrgValidator) checkName(ctx context.Context, org *cfv1alpha1.CFOrg) err
 
 // SpaceValidator keeps spaces in org namespaces with display names unique per org.
 type SpaceValidator struct {
-	reader client.Reader
-	root   string
+	names
+	root string
 }
 
 var _ admission.Validator[*cfv1alpha1.CFSpace] = (*SpaceValidator)(nil)
 
 // ValidateCreate rejects a space outside an org namespace, with a name that is not a UUID (it
-// names the space's namespace), or with a display name taken in its org. The
-// two reads go to the apiserver at once: every `cf create-space` waits for them.
+// names the space's namespace), or with a display name taken in its org. The two checks run
+// at once: every `cf create-space` waits for them.
 func (v *SpaceValidator) ValidateCreate(ctx context.Context, space *cfv1alpha1.CFSpace) (admission.Warnings, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.deadline)
+	defer cancel()
 	var orgErr, nameErr error
 	var reads sync.WaitGroup
 	reads.Go(func() { orgErr = v.checkOrg(ctx, space) })
@@ -158,6 +212,8 @@ func (v *SpaceValidator) ValidateUpdate(ctx context.Context, old, space *cfv1alp
 	if old.Spec.DisplayName == space.Spec.DisplayName {
 		return nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, v.deadline)
+	defer cancel()
 	return nil, v.checkName(ctx, space)
 }
 
@@ -167,23 +223,21 @@ func (v *SpaceValidator) ValidateDelete(context.Context, *cfv1alpha1.CFSpace) (a
 }
 
 func (v *SpaceValidator) checkOrg(ctx context.Context, space *cfv1alpha1.CFSpace) error {
-	err := v.reader.Get(ctx, client.ObjectKey{Namespace: v.root, Name: space.Namespace}, &cfv1alpha1.CFOrg{})
-	if apierrors.IsNotFound(err) {
-		return invalid("CFSpace", space.Name, field.Invalid(field.NewPath("metadata", "namespace"), space.Namespace,
-			fmt.Sprintf("spaces are created in the namespace of their org; there is no org %q in %q", space.Namespace, v.root)))
+	exists, err := v.exists(ctx, client.ObjectKey{Namespace: v.root, Name: space.Namespace}, &cfv1alpha1.CFOrg{})
+	if err != nil || exists {
+		return err
 	}
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	return nil
+	return invalid("CFSpace", space.Name, field.Invalid(field.NewPath("metadata", "namespace"), space.Namespace,
+		fmt.Sprintf("spaces are created in the namespace of their org; there is no org %q in %q", space.Namespace, v.root)))
 }
 
 func (v *SpaceValidator) checkName(ctx context.Context, space *cfv1alpha1.CFSpace) error {
 	spaces := &cfv1alpha1.CFSpaceList{}
-	if err := v.reader.List(ctx, spaces, client.InNamespace(space.Namespace), sameKey(space.Spec.DisplayName)); err != nil {
-		return apierrors.NewInternalError(err)
+	isTaken, err := v.nameTaken(ctx, spaces, space.Namespace, space.Spec.DisplayName, func() bool { return taken(spaces.Items, space.Name, space.Spec.DisplayName) })
+	if err != nil {
+		return err
 	}
-	if taken(spaces.Items, space.Name, space.Spec.DisplayName) {
+	if isTaken {
 		return invalid("CFSpace", space.Name, field.Invalid(displayNamePath, space.Spec.DisplayName, spaceNameTaken))
 	}
 	return nil

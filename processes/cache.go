@@ -8,9 +8,10 @@ import (
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
 )
 
-// AppSelector selects what runs or builds for an app: kpack's build pods (kpack copies the
-// app label of the Image onto them), and the StatefulSets and pods of its instances. The
-// manager caches only those pods and StatefulSets, never those of the cluster's other tenants.
+// AppSelector selects what runs or builds for an app: its kpack Image, kpack's Builds and
+// build pods (kpack copies the app label of the Image onto them), and the StatefulSets and pods
+// of its instances. The manager caches only those, and of those outside CF's tree, which
+// anybody may label, only their names (the manager's cache options).
 var AppSelector = func() labels.Selector {
 	hasApp, err := labels.NewRequirement(cfv1alpha1.AppLabel, selection.Exists, nil)
 	if err != nil {

@@ -94,7 +94,7 @@ var _ = Describe("the build reconciler, against the apiserver", Ordered, func() 
 			store.Status.Buildpacks = []corev1alpha1.BuildpackStatus{{BuildpackInfo: corev1alpha1.BuildpackInfo{Id: buildpack, Version: "1.0.0"}}}
 			Expect(k8s.Status().Update(ctx, store)).To(Succeed())
 		}
-		webhook := &AppValidator{&lifecycleValidator{reader: k8s}}
+		webhook := &AppValidator{&lifecycleValidator{reader: k8s, deadline: time.Minute}}
 		naming := func(buildpack string) *cfv1alpha1.CFApp {
 			return &cfv1alpha1.CFApp{ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: string(uuid.NewUUID())},
 				Spec: cfv1alpha1.CFAppSpec{DisplayName: "app", Lifecycle: cfv1alpha1.Lifecycle{Type: cfv1alpha1.BuildpackLifecycle,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	kpackv1alpha2 "github.com/pivotal/kpack/pkg/apis/build/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -25,9 +26,11 @@ import (
 
 // +kubebuilder:rbac:groups=kpack.io,resources=clusterstacks;clusterstores,verbs=get;list;watch
 
-// SetupWebhooks registers the validating webhooks of apps and builds.
-func SetupWebhooks(mgr ctrl.Manager) error {
-	lifecycles := &lifecycleValidator{reader: mgr.GetClient()}
+// SetupWebhooks registers the validating webhooks of apps and builds, which read the cache
+// for at most deadline: a replica whose cache is still filling refuses, saying so, rather than
+// hold the request until the apiserver gives up.
+func SetupWebhooks(mgr ctrl.Manager, deadline time.Duration) error {
+	lifecycles := &lifecycleValidator{reader: mgr.GetClient(), deadline: deadline}
 	if err := ctrl.NewWebhookManagedBy(mgr, &cfv1alpha1.CFApp{}).WithValidator(&AppValidator{lifecycles}).Complete(); err != nil {
 		return err
 	}
@@ -39,10 +42,13 @@ var lifecyclePath = field.NewPath("spec", "lifecycle")
 // lifecycleValidator checks a lifecycle against what the cluster can build: the buildpack
 // type, a ClusterStack of the stack's name, buildpacks of the space's store.
 type lifecycleValidator struct {
-	reader client.Reader
+	reader   client.Reader
+	deadline time.Duration
 }
 
 func (v *lifecycleValidator) validate(ctx context.Context, namespace string, lifecycle cfv1alpha1.Lifecycle) field.ErrorList {
+	ctx, cancel := context.WithTimeout(ctx, v.deadline)
+	defer cancel()
 	var errs field.ErrorList
 	if lifecycle.Type != cfv1alpha1.BuildpackLifecycle {
 		errs = append(errs, field.NotSupported(lifecyclePath.Child("type"), lifecycle.Type, []cfv1alpha1.LifecycleType{cfv1alpha1.BuildpackLifecycle}))

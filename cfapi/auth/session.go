@@ -2,14 +2,16 @@ package auth
 
 import (
 	"context"
-	"crypto/sha256"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,8 +43,33 @@ func (s *Session) User() cf.User {
 	return cf.User{Name: s.Identity.Name, Groups: s.Identity.Groups, Client: s.Client}
 }
 
-// maxSessions bounds the remembered sessions; past it they are all forgotten at once.
-const maxSessions = 1024
+// Anybody who reaches the API can make it review credentials: a SelfSubjectReview costs the
+// kube-apiserver a token review (a webhook, an OIDC check) or, for a client certificate, a TLS
+// handshake, and is answered before the apiserver's priority and fairness can shed it (review 3,
+// N8). So the API remembers refusals as it remembers sessions, and reviews the credentials it
+// has not decided on at a bounded rate, answering 429 beyond it, as internal/metricsauth guards
+// the manager's metrics.
+
+// ReviewLimit bounds the reviews of credentials that the API has not decided on: PerSecond
+// sustained, Burst at once. The sessions and refusals it remembers are not reviewed again.
+type ReviewLimit struct {
+	PerSecond float64
+	Burst     int
+}
+
+// DefaultReviews lets a thousand users who each renew their session every 30 s (cf-api's
+// --session-ttl) in, and a flood of wrong credentials cost the apiserver 20 reviews a second.
+var DefaultReviews = ReviewLimit{PerSecond: 20, Burst: 40}
+
+// refusedFor is how long refused credentials are answered without a new review: a client that
+// sends the same wrong credentials in a loop costs a review per this period.
+const refusedFor = 10 * time.Second
+
+// maxRefused bounds the refusals remembered; the least recently used go first.
+const maxRefused = 4096
+
+// reviewRetry is when credentials turned away by the review limit may try again.
+const reviewRetry = time.Second
 
 // Authenticator makes sessions from credentials, and remembers each for a short while so that
 // the cf CLI's several requests per command cost the kube-apiserver one review.
@@ -50,37 +77,69 @@ type Authenticator struct {
 	base    *rest.Config
 	options client.Options
 	ttl     time.Duration
-	now     func() time.Time
 
-	mu       sync.Mutex
-	sessions map[[sha256.Size]byte]remembered
-}
-
-type remembered struct {
-	session *Session
-	until   time.Time
+	sessions *sessionCache
+	refused  *cache.LRUExpireCache
+	reviews  *rate.Limiter
+	limit    ReviewLimit
 }
 
 // NewAuthenticator returns an Authenticator whose clients reach the kube-apiserver of config
-// (its address and CA, never its credentials) with options' scheme and RESTMapper, and that
-// remembers a session for ttl: a user whose credentials are revoked keeps the identity that
-// long, while every read and write still goes to the apiserver with the credentials.
-func NewAuthenticator(config *rest.Config, options client.Options, ttl time.Duration) *Authenticator {
+// (its address and CA, never its credentials) with options' scheme and RESTMapper, that
+// remembers a session for ttl (a user whose credentials are revoked keeps the identity that
+// long, while every read and write still goes to the apiserver with the credentials), and that
+// reviews credentials it has not decided on within limit.
+func NewAuthenticator(config *rest.Config, options client.Options, ttl time.Duration, limit ReviewLimit) *Authenticator {
 	return &Authenticator{
 		base:     rest.AnonymousClientConfig(config),
 		options:  options,
 		ttl:      ttl,
-		now:      time.Now,
-		sessions: map[[sha256.Size]byte]remembered{},
+		sessions: newSessionCache(maxSessions, maxSessionsPerUser),
+		refused:  cache.NewLRUExpireCache(maxRefused),
+		reviews:  rate.NewLimiter(rate.Limit(limit.PerSecond), limit.Burst),
+		limit:    limit,
 	}
 }
 
-// Session returns the session of creds: a client with them, and the identity that a
-// SelfSubjectReview made with that client reports. Credentials that the apiserver rejects give
-// CF's InvalidAuthToken.
-func (a *Authenticator) Session(ctx context.Context, creds Credentials) (*Session, error) {
-	if s := a.remembered(creds.key); s != nil {
+// Session returns the session of the credentials of an Authorization header (Parse): a client
+// with them, and the identity that a SelfSubjectReview made with that client reports. It
+// returns CF's errors: NotAuthenticated without credentials; InvalidAuthToken for credentials
+// that cannot be read or that the apiserver rejects; RateLimitExceeded for credentials it has
+// not decided on, past the review limit.
+func (a *Authenticator) Session(ctx context.Context, header string) (*Session, error) {
+	creds, err := read(header)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if s := a.sessions.get(creds.key, now); s != nil {
 		return s, nil
+	}
+	if refusal, ok := a.refused.Get(creds.key); ok {
+		return nil, refusal.(*cferror.Error)
+	}
+	if !a.reviews.AllowN(now, 1) {
+		return nil, cferror.RateLimitExceeded(fmt.Sprintf("The CF API reviews at most %g credentials a second that it has not seen lately, "+
+			"and more are waiting: try again in a second", a.limit.PerSecond), reviewRetry)
+	}
+	s, err := a.review(ctx, header)
+	var refusal *cferror.Error
+	if errors.As(err, &refusal) && refusal.Status == http.StatusUnauthorized {
+		a.refused.Add(creds.key, refusal, refusedFor)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.sessions.add(creds.key, s, now.Add(a.ttl))
+	return s, nil
+}
+
+// review reads the credentials of a header whole (Parse: a client certificate's pair is
+// checked), and asks the apiserver who they are.
+func (a *Authenticator) review(ctx context.Context, header string) (*Session, error) {
+	creds, err := Parse(header)
+	if err != nil {
+		return nil, err
 	}
 	config := rest.CopyConfig(a.base)
 	config.BearerToken = creds.token
@@ -97,9 +156,7 @@ func (a *Authenticator) Session(ctx context.Context, creds Credentials) (*Sessio
 		return nil, fmt.Errorf("SelfSubjectReview: %w", err)
 	}
 	user := review.Status.UserInfo
-	s := &Session{Identity: Identity{Name: user.Username, Kind: kindOf(user.Username), Groups: user.Groups}, Client: c}
-	a.remember(creds.key, s)
-	return s, nil
+	return &Session{Identity: Identity{Name: user.Username, Kind: kindOf(user.Username), Groups: user.Groups}, Client: c}, nil
 }
 
 func kindOf(username string) string {
@@ -107,24 +164,4 @@ func kindOf(username string) string {
 		return ServiceAccountKind
 	}
 	return UserKind
-}
-
-func (a *Authenticator) remembered(key [sha256.Size]byte) *Session {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r, ok := a.sessions[key]
-	if !ok || !a.now().Before(r.until) {
-		delete(a.sessions, key)
-		return nil
-	}
-	return r.session
-}
-
-func (a *Authenticator) remember(key [sha256.Size]byte, s *Session) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.sessions) >= maxSessions {
-		clear(a.sessions)
-	}
-	a.sessions[key] = remembered{session: s, until: a.now().Add(a.ttl)}
 }

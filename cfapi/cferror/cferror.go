@@ -68,9 +68,21 @@ func MessageParseError() *Error {
 	return &Error{Status: http.StatusBadRequest, Code: 1001, Title: "CF-MessageParseError", Detail: "Request invalid due to parse error: invalid request body"}
 }
 
+// MessageTooSlow: the request's body did not come in time; detail says so.
+func MessageTooSlow(detail string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: 1001, Title: "CF-MessageParseError", Detail: "Request invalid due to parse error: " + detail}
+}
+
 // ServiceUnavailable: the kube-apiserver did not answer in time; the cf CLI retries GETs.
 func ServiceUnavailable(detail string) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Code: 10015, Title: "CF-ServiceUnavailable", Detail: detail}
+}
+
+// RateLimitExceeded: the user asks for more at once, or more often, than the API gives one user
+// (or, before authentication, all the credentials it has not seen); retryAfter says when to try
+// again.
+func RateLimitExceeded(detail string, retryAfter time.Duration) *Error {
+	return &Error{Status: http.StatusTooManyRequests, RetryAfter: retryAfter, Code: 10013, Title: "CF-RateLimitExceeded", Detail: detail}
 }
 
 // Unknown is any other failure; its cause is logged, not shown.

@@ -2,7 +2,9 @@ package listing_test
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +66,15 @@ var _ = Describe("Apply", func() {
 		Entry("a page", "per_page=2&page=2", []string{"g3"}, 3),
 		Entry("a page past the end", "per_page=2&page=9", nil, 3),
 		Entry("unknown parameters are ignored", "include=organization", []string{"g1", "g2", "g3"}, 3),
+		Entry("a value named twice is one", "guids=g3,g3,g2,g3", []string{"g2", "g3"}, 2),
+		Entry("the last page there can be", fmt.Sprintf("per_page=%d&page=%d", listing.MaxPerPage, listing.MaxPage), nil, 3),
 	)
+
+	It("takes any number of copies of one value as the value", func() {
+		got, n := guids("guids=" + strings.Repeat("g1,", 10_000))
+		Expect(got).To(Equal([]string{"g1"}))
+		Expect(n).To(Equal(1))
+	})
 
 	DescribeTable("refuses what the Cloud Controller refuses, as a bad query parameter",
 		func(query string) {
@@ -81,8 +91,27 @@ var _ = Describe("Apply", func() {
 		Entry("a page that is no number", "page=two"),
 		Entry("an unknown order", "order_by=size"),
 		Entry("a broken selector", "label_selector=a+in+("),
+		Entry("a page whose items before it cannot be counted", "page=4611686018427387905&per_page=2"),
+		Entry("a page past the last", fmt.Sprintf("page=%d", listing.MaxPage+1)),
+		Entry("a page beyond a number", "page=99999999999999999999999"),
+		Entry("more distinct values of a filter than a list compares", "guids="+distinct(listing.MaxFilterValues+1)),
+		Entry("a label selector longer than a list matches", "label_selector="+strings.Repeat("a", listing.MaxLabelSelector)+"%3Db"),
 	)
+
+	It("says which page there can be", func() {
+		_, err := listing.Parse(url.Values{"page": {"4611686018427387905"}})
+		Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("Page must be between 1 and %d", listing.MaxPage))))
+	})
 })
+
+// distinct is a comma-separated list of n distinct GUIDs.
+func distinct(n int) string {
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("g%d", i)
+	}
+	return strings.Join(values, ",")
+}
 
 var _ = Describe("A resource's own orders", func() {
 	It("orders by the first by default, and refuses the orders of other resources", func() {

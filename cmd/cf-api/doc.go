@@ -4,5 +4,7 @@
 //
 // It reads the cluster with its own kubeconfig (in a pod, its ServiceAccount), which needs
 // only the reads of the ClusterRole cf-hnc:api (config/cf-api/role.yaml); every request acts
-// with the caller's own Kubernetes credentials. Beyond loopback it serves HTTPS only.
+// with the caller's own Kubernetes credentials. Beyond loopback it serves HTTPS only, with the
+// links the cf CLI follows on --external-url, and a certificate it reads anew when its files
+// change.
 package main

@@ -128,28 +128,34 @@ func (rules ignoreRules) ignored(name string, isDir bool) bool {
 }
 
 // matchSegments matches path segments against pattern segments, "**" standing for any number
-// of segments; a trailing "**" ("dir/**") matches what is inside, not the directory itself.
+// of segments; a trailing "**" ("dir/**") matches what is inside, not the directory itself. It
+// decides, from the last pattern segment back, which tails of the name each tail of the pattern
+// matches: len(pattern) times len(name) steps, however many "**" the pattern has (trying each
+// split of the name for each "**" in turn takes exponential time, and a hostile repository's
+// .cfignore would hang a push; review 3, N19).
 func matchSegments(pattern, name []string) bool {
-	for len(pattern) > 0 {
-		if pattern[0] == "**" {
-			rest := pattern[1:]
-			if len(rest) == 0 {
-				return len(name) > 0
+	// tail[j] says whether the pattern's segments from the one in hand on match name[j:].
+	tail := make([]bool, len(name)+1)
+	tail[len(name)] = true // no pattern matches no name
+	for i := len(pattern) - 1; i >= 0; i-- {
+		next := tail
+		tail = make([]bool, len(name)+1)
+		switch {
+		case pattern[i] == "**" && i == len(pattern)-1:
+			for j := range name {
+				tail[j] = true // one segment or more
 			}
-			for i := range len(name) + 1 {
-				if matchSegments(rest, name[i:]) {
-					return true
-				}
+		case pattern[i] == "**":
+			tail[len(name)] = next[len(name)]
+			for j := len(name) - 1; j >= 0; j-- {
+				tail[j] = next[j] || tail[j+1] // "**" matches no segment, or name[j] and more
 			}
-			return false
+		default:
+			for j := range name {
+				ok, _ := path.Match(pattern[i], name[j])
+				tail[j] = ok && next[j+1]
+			}
 		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pattern[0], name[0]); !ok {
-			return false
-		}
-		pattern, name = pattern[1:], name[1:]
 	}
-	return len(name) == 0
+	return tail[0]
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -44,6 +45,16 @@ var _ = Describe(".cfignore rules", func() {
 		Entry("a backslash keeps a trailing space", `name\ `, "name ", false, true),
 		Entry("CRLF line ends are dropped", "*.tmp\r\n", "a.tmp", false, true),
 	)
+
+	It("matches a pattern of ten ** against a path thirty directories deep at once, so that a hostile .cfignore cannot hang a push", func(ctx SpecContext) {
+		rules, err := parseIgnore(strings.NewReader(strings.Repeat("**/", 10)+"x\n"), ".cfignore")
+		Expect(err).NotTo(HaveOccurred())
+		deep := strings.Repeat("d/", 30)
+		start := time.Now()
+		Expect(rules.ignored(deep+"y", false)).To(BeFalse())
+		Expect(rules.ignored(deep+"x", false)).To(BeTrue())
+		Expect(time.Since(start)).To(BeNumerically("<", 100*time.Millisecond))
+	}, SpecTimeout(time.Minute))
 
 	It("refuses a pattern it cannot match, naming its line", func() {
 		_, err := parseIgnore(strings.NewReader("*.log\n[z-a\n"), ".cfignore")

@@ -16,6 +16,8 @@ import (
 // the cf CLI's default exclusions let through, as one tar layer in a temporary file.
 type packedSource struct {
 	dir string
+	// root opens what dir holds, and nothing outside it, while the directory is packed.
+	root *os.Root
 	// tarFile holds the layer; remove it with cleanup.
 	tarFile string
 	// layer counts the regular files and symbolic links packed, and their size.
@@ -25,7 +27,11 @@ type packedSource struct {
 }
 
 // packSource packs dir. It reads every file, so an unreadable one fails here, before anything
-// is uploaded or created.
+// is uploaded or created. It reads nothing outside dir, whatever the directory holds or becomes
+// while it is packed: every file is opened within dir (os.Root, which refuses a path that a
+// link takes outside it) and must be the file that the walk found (a link, or another file, put
+// in its place meanwhile, fails the push): in a workspace that others may write, a link to
+// ~/.kube/config must not be packed and pushed (review 3, N19).
 func packSource(dir string) (p *packedSource, err error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -37,7 +43,12 @@ func packSource(dir string) (p *packedSource, err error) {
 	if err := readable(dir); err != nil {
 		return nil, err
 	}
-	rules, err := readIgnoreRules(dir)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", dir, unwrapPathError(err))
+	}
+	defer root.Close()
+	rules, err := readIgnoreRules(root)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +56,7 @@ func packSource(dir string) (p *packedSource, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("packing %q: %w", dir, err)
 	}
-	p = &packedSource{dir: dir, tarFile: out.Name()}
+	p = &packedSource{dir: dir, root: root, tarFile: out.Name()}
 	defer func() {
 		err = errors.Join(err, out.Close())
 		if err != nil {
@@ -60,15 +71,14 @@ func packSource(dir string) (p *packedSource, err error) {
 		return p, err
 	}
 	p.layer = cf.NewSourceLayer(out)
-	if err := filepath.WalkDir(dir, func(file string, entry fs.DirEntry, err error) error {
+	if err := fs.WalkDir(root.FS(), ".", func(rel string, entry fs.DirEntry, err error) error {
+		file := filepath.Join(dir, filepath.FromSlash(rel))
 		if err != nil {
 			return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 		}
-		rel, err := filepath.Rel(dir, file)
-		if err != nil || rel == "." {
-			return err
+		if rel == "." {
+			return nil
 		}
-		rel = filepath.ToSlash(rel)
 		if info, err := entry.Info(); err == nil && os.SameFile(info, self) {
 			return nil
 		}
@@ -109,13 +119,14 @@ func readable(dir string) error {
 	return nil
 }
 
-// readIgnoreRules reads the cf CLI's default exclusions and the directory's .cfignore, if any.
-func readIgnoreRules(dir string) (ignoreRules, error) {
+// readIgnoreRules reads the cf CLI's default exclusions and the .cfignore of the directory of
+// root, if any.
+func readIgnoreRules(root *os.Root) (ignoreRules, error) {
 	rules, err := parseIgnore(strings.NewReader(strings.Join(defaultIgnored, "\n")), "the default exclusions")
 	if err != nil {
 		return nil, err
 	}
-	file, err := os.Open(filepath.Join(dir, ".cfignore"))
+	file, err := root.Open(".cfignore")
 	if errors.Is(err, fs.ErrNotExist) {
 		return rules, nil
 	}
@@ -128,7 +139,9 @@ func readIgnoreRules(dir string) (ignoreRules, error) {
 }
 
 // add writes a directory, a regular file or a symbolic link (as a link, as the cf CLI packs
-// it) into the layer. Other kinds of files (sockets, devices) cannot be part of an app.
+// it) into the layer: rel names it within the root, file for a person. Other kinds of files
+// (sockets, devices) cannot be part of an app. A regular file is packed only if the file opened
+// is the one the walk found (entry).
 func (p *packedSource) add(file, rel string, entry fs.DirEntry) error {
 	info, err := entry.Info()
 	if err != nil {
@@ -138,7 +151,7 @@ func (p *packedSource) add(file, rel string, entry fs.DirEntry) error {
 	case info.IsDir():
 		return p.layer.Dir(rel, info.Mode())
 	case info.Mode()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(file)
+		target, err := p.root.Readlink(rel)
 		if err != nil {
 			return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 		}
@@ -147,12 +160,19 @@ func (p *packedSource) add(file, rel string, entry fs.DirEntry) error {
 		p.ignored++
 		return nil
 	}
-	content, err := os.Open(file)
+	content, err := p.root.Open(rel)
 	if err != nil {
 		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 	}
 	defer content.Close()
-	if err := p.layer.File(rel, info.Mode(), info.Size(), content); err != nil {
+	opened, err := content.Stat()
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
+	}
+	if !os.SameFile(info, opened) {
+		return fmt.Errorf("reading %q: it was replaced while it was packed (by a link or another file): nothing is pushed; push again", file)
+	}
+	if err := p.layer.File(rel, info.Mode(), opened.Size(), content); err != nil {
 		return fmt.Errorf("reading %q: %w", file, unwrapPathError(err))
 	}
 	return nil

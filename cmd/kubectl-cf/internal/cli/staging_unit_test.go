@@ -2,8 +2,11 @@ package cli
 
 import (
 	"archive/tar"
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -207,6 +210,38 @@ var _ = Describe("packing an app's directory", func() {
 		DeferCleanup(again.cleanup)
 		first, second := digestOf(packed), digestOf(again)
 		Expect(first).To(Equal(second))
+	})
+
+	It("packs no file that a link took the place of after the walk found it, whether the link leads out of the directory or within it", func() {
+		dir := GinkgoT().TempDir()
+		for name, content := range map[string]string{"Procfile": "web: ./app\n", "config.json": "{}", "settings.json": "{}"} {
+			Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
+		}
+		kubeconfig := filepath.Join(GinkgoT().TempDir(), "config")
+		Expect(os.WriteFile(kubeconfig, []byte("client-key-data: secret"), 0o600)).To(Succeed())
+		root, err := os.OpenRoot(dir)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(root.Close)
+		var layer bytes.Buffer
+		p := &packedSource{dir: dir, root: root, layer: cf.NewSourceLayer(&layer)}
+
+		// swapped returns a file's entry as the walk found it, once a link to target has taken
+		// its place, as a co-tenant of a shared workspace would make it while the push packs.
+		swapped := func(name, target string) (string, fs.DirEntry) {
+			file := filepath.Join(dir, name)
+			found, err := os.Lstat(file)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.Remove(file)).To(Succeed())
+			Expect(os.Symlink(target, file)).To(Succeed())
+			return file, fs.FileInfoToDirEntry(found)
+		}
+		file, entry := swapped("config.json", kubeconfig)
+		Expect(p.add(file, "config.json", entry)).To(MatchError(fmt.Sprintf(`reading %q: path escapes from parent`, file)))
+		file, entry = swapped("settings.json", "Procfile")
+		Expect(p.add(file, "settings.json", entry)).To(MatchError(
+			fmt.Sprintf(`reading %q: it was replaced while it was packed (by a link or another file): nothing is pushed; push again`, file)))
+		Expect(layer.String()).NotTo(ContainSubstring("secret"))
+		Expect(layer.String()).NotTo(ContainSubstring("web:"))
 	})
 })
 
