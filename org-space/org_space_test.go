@@ -56,7 +56,9 @@ var _ = Describe("Orgs and spaces", func() {
 			Expect(namespace(ctx, name).Labels).To(And(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"),
 				HaveKeyWithValue("pod-security.kubernetes.io/enforce-version", "latest")), name)
 		}
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Namespace: space.Name, Name: "default"}, &corev1.ServiceAccount{}) }).Should(Succeed())
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: space.Name, Name: "default"}, &corev1.ServiceAccount{})
+		}).Should(Succeed())
 		restricted := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: space.Name, Name: "instance"}, Spec: corev1.PodSpec{
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{Name: "app", Image: "registry.local/droplet", SecurityContext: &corev1.SecurityContext{
