@@ -19,6 +19,8 @@ IMAGE_TARBALL_REPO ?= cf-hnc.local/cf-hnc-manager
 PLATFORMS ?= linux/$(shell go env GOARCH)
 KO_DOCKER_REPO ?=
 IMG ?= $(if $(KO_DOCKER_REPO),$(KO_DOCKER_REPO),$(IMAGE_TARBALL_REPO)):$(IMAGE_TAG)
+# The CF API's URL as the cf CLI reaches it (the host of the certificate in cf-hnc-api-tls).
+API_URL ?=
 
 .PHONY: all
 all: build
@@ -82,8 +84,8 @@ image: tools ## Build the manager's image without Docker (ko): an OCI layout in 
 		$(if $(IMAGE_TARBALL),--tarball $(IMAGE_TARBALL) --tarball-ref $(IMAGE_TARBALL_REPO) --tag $(IMAGE_TAG))
 
 .PHONY: deploy
-deploy: manifests ## Install or upgrade cf-hnc (config/default, image IMG) in the cluster of the current kubeconfig, with server-side apply.
-	go run ./cmd/cf-hnc-local deploy --image $(IMG)
+deploy: manifests ## Install or upgrade cf-hnc (config/default, image IMG, the CF API at API_URL) in the cluster of the current kubeconfig, with server-side apply.
+	go run ./cmd/cf-hnc-local deploy --image $(IMG) --api-url $(API_URL)
 
 .PHONY: undeploy
 undeploy: ## Remove cf-hnc's manager from the current cluster, keeping orgs, spaces and CRDs; PURGE=true deletes every org and the CRDs too.

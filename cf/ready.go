@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +48,27 @@ func AwaitReady(ctx context.Context, r client.Reader, obj Conditioned, w Wait) e
 	})
 	if wait.Interrupted(err) && ctx.Err() == nil {
 		return &NotReadyError{Timeout: w.Timeout, Ready: ready}
+	}
+	return err
+}
+
+// AwaitRoleManagement waits until the user, who just made a space, may grant roles in its
+// namespace: an org manager may through the org's role bindings, which HNC copies into the space
+// a moment after it makes the namespace, and the cf CLI grants the creator its space roles as
+// soon as the space is made. Past the timeout it fails with NotReadyError.
+func AwaitRoleManagement(ctx context.Context, c client.Client, namespace string, w Wait) error {
+	err := wait.PollUntilContextTimeout(ctx, w.Interval, w.Timeout, true, func(ctx context.Context) (bool, error) {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: namespace, Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings"},
+		}}
+		if err := c.Create(ctx, review); err != nil {
+			return false, err
+		}
+		return review.Status.Allowed, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return &NotReadyError{Timeout: w.Timeout}
 	}
 	return err
 }

@@ -84,6 +84,9 @@ func (s *server) createSpace(w http.ResponseWriter, r *http.Request) error {
 	if err := s.awaitReady(r, w, space); err != nil {
 		return err
 	}
+	if err := s.awaitRoleManagement(r, w, space); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusCreated, presenter.ForSpace(space, s.baseURL(r)))
 	return nil
 }
@@ -100,6 +103,20 @@ func (s *server) deleteSpace(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.acceptJob(w, r, spaceDeleteJob, space.Name)
 	return nil
+}
+
+// awaitRoleManagement waits until the creator of a space may grant its roles (cf.
+// AwaitRoleManagement), which the cf CLI does next; past ReadyTimeout the answer goes on with a
+// warning.
+func (s *server) awaitRoleManagement(r *http.Request, w http.ResponseWriter, space *cfv1alpha1.CFSpace) error {
+	err := cf.AwaitRoleManagement(r.Context(), userOf(r).Client, space.Name, cf.Wait{Interval: readyPoll, Timeout: s.cfg.ReadyTimeout})
+	var notReady *cf.NotReadyError
+	if errors.As(err, &notReady) {
+		warn(w, fmt.Sprintf("%q (%s): the org's roles have not reached the space after %s; granting its roles works once they have",
+			space.GetDisplayName(), space.Name, s.cfg.ReadyTimeout))
+		return nil
+	}
+	return err
 }
 
 // readyPoll is how often a new org or space is looked at in the cache while it becomes ready.

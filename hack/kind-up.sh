@@ -77,7 +77,7 @@ kubectl -n kpack rollout status deployment/kpack-webhook --timeout 5m
 say "building cf-hnc's image and loading it into the cluster's nodes"
 make image IMAGE_TAG="$tag" IMAGE_TARBALL=.local/image/cf-hnc.tar IMAGE_TARBALL_REPO="$image_repo"
 "$kind" load image-archive .local/image/cf-hnc.tar --name "$cluster"
-make deploy IMG="$image_repo:$tag"
+make deploy IMG="$image_repo:$tag" API_URL=https://127.0.0.1:9000
 kubectl -n cf-hnc-system rollout status deployment/cf-hnc-manager --timeout 5m
 
 say "ready. Run the e2e specs that need only a cluster:"

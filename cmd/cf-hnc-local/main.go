@@ -63,6 +63,7 @@ func main() {
 func subcommand(ctx context.Context, config, name string, args []string) error {
 	flags := flag.NewFlagSet(name, flag.ContinueOnError)
 	image := flags.String("image", "", "deploy: the manager's image reference (required)")
+	apiURL := flags.String("api-url", "", "deploy: the CF API's URL as the cf CLI reaches it, the host its certificate names (required)")
 	purge := flags.Bool("purge", false, "undeploy: also delete every CFOrg (with its namespaces, spaces and apps), the CRDs and the root namespace")
 	kubeconfig := flags.String("kubeconfig", "", "the kubeconfig; default: $KUBECONFIG, else ~/.kube/config")
 	if err := flags.Parse(args); err != nil {
@@ -74,11 +75,14 @@ func subcommand(ctx context.Context, config, name string, args []string) error {
 	}
 	switch name {
 	case "deploy":
-		if *image == "" {
-			return fmt.Errorf("deploy: --image is required (make deploy IMG=<reference>)")
+		if *image == "" || *apiURL == "" {
+			return fmt.Errorf("deploy: --image and --api-url are required (make deploy IMG=<reference> API_URL=https://<the CF API's host>)")
 		}
 		objs, err := install.Build(config, install.Default, *image)
 		if err != nil {
+			return err
+		}
+		if err := install.SetAPIURL(objs, *apiURL); err != nil {
 			return err
 		}
 		fmt.Printf("Applying config/default (%d objects, image %s) to %s ...\n", len(objs), *image, host)

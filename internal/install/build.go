@@ -208,6 +208,40 @@ func imageNamed(name, image string) kustypes.Image {
 	return img
 }
 
+// SetAPIURL sets the CF API's --external-url, the API's URL as the cf CLI reaches it, in the
+// CF API's Deployment among built objects.
+func SetAPIURL(objs []*unstructured.Unstructured, url string) error {
+	for _, obj := range objs {
+		if obj.GetKind() != "Deployment" || obj.GetNamespace() != Namespace || obj.GetName() != APIDeployment {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			return err
+		}
+		for i, c := range containers {
+			container, ok := c.(map[string]any)
+			if !ok || container["name"] != APIContainer {
+				continue
+			}
+			deployed, _, err := unstructured.NestedStringSlice(container, "args")
+			if err != nil {
+				return err
+			}
+			args, err := OverrideArgs(deployed, map[string]string{"external-url": url}, []string{"external-url"})
+			if err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedStringSlice(container, args, "args"); err != nil {
+				return err
+			}
+			containers[i] = container
+			return unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers")
+		}
+	}
+	return fmt.Errorf("no container %s in Deployment %s/%s among the built objects", APIContainer, Namespace, APIDeployment)
+}
+
 // ManagerDeploymentOf returns the manager's Deployment among built objects.
 func ManagerDeploymentOf(objs []*unstructured.Unstructured) (*appsv1.Deployment, error) {
 	return deploymentOf(objs, ManagerDeployment)
