@@ -152,9 +152,10 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		{opts.Gateway, cp.startNetworkPolicies},
 		{opts.Gateway, cp.startGateway},
 		{opts.DefaultBuilder, cp.placeDefaultBuilder},
+		// Forwarded before it is deployed: the API's Deployment names its URL.
+		{opts.CFHNC, cp.exposeCFAPI},
 		{opts.CFHNC, cp.Deploy},
 		{opts.DefaultBuilder && opts.CFHNC, cp.waitForDefaultClusterBuilder},
-		{opts.CFHNC, cp.exposeCFAPI},
 	}
 	for _, step := range steps {
 		if step.enabled {

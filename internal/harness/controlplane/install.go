@@ -131,6 +131,11 @@ func (cp *ControlPlane) ApplyCFHNC(ctx context.Context, image string) error {
 	if err != nil {
 		return err
 	}
+	// The URL the CF API is forwarded at (exposeCFAPI), as an operator gives the one its load
+	// balancer or ingress answers at.
+	if err := install.SetAPIURL(objs, cp.CFAPIURL()); err != nil {
+		return err
+	}
 	if err := cp.applyPlatform(ctx, objs); err != nil {
 		return fmt.Errorf("applying config/default: %w", err)
 	}
