@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 	cfscheme "code.cloudfoundry.org/cf-hnc/internal/scheme"
 	cfrollout "code.cloudfoundry.org/cf-hnc/rollout"
@@ -273,12 +274,12 @@ func passingPod(namespace, name string) *corev1.Pod {
 func unschedulablePod(namespace, name string) *corev1.Pod {
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("16Mi")}
-	return &corev1.Pod{
+	return cftest.Restricted(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{"example.org/no-such-node": "true"},
 			Containers: []corev1.Container{{Name: "hold", Image: "busybox",
 				Resources: corev1.ResourceRequirements{Requests: small, Limits: small}}},
 		},
-	}
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 	"code.cloudfoundry.org/cf-hnc/internal/harness/controlplane"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
@@ -299,19 +300,15 @@ func buildingSpace(ctx SpecContext, prefix string) (org, space string) {
 func neverScheduledPod(space string) *corev1.Pod {
 	bounded := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("16Mi")}
-	return &corev1.Pod{
+	return cftest.Restricted(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: space, Name: "instance-" + string(uuid.NewUUID())[:8]},
 		Spec: corev1.PodSpec{
 			SchedulingGates:              []corev1.PodSchedulingGate{{Name: "cf-hnc.test/never-scheduled"}},
 			AutomountServiceAccountToken: ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "app", Image: "registry.invalid/never-pulled",
 				Resources: corev1.ResourceRequirements{Requests: bounded, Limits: bounded},
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 		},
-	}
+	})
 }

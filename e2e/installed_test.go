@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 	"code.cloudfoundry.org/cf-hnc/internal/install"
 )
 
@@ -65,21 +66,17 @@ cat /proc/net/route`)
 func runInPod(ctx SpecContext, namespace, script string) string {
 	GinkgoHelper()
 	bounded := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
-	pod := &corev1.Pod{
+	pod := cftest.Restricted(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "probe-" + string(uuid.NewUUID())[:8]},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                corev1.RestartPolicyNever,
 			AutomountServiceAccountToken: ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "probe", Image: cp.Kpack().Images.Stack.RunImage.Pinned(), Command: []string{"/bin/sh", "-c", script},
 				Resources: corev1.ResourceRequirements{Requests: bounded, Limits: bounded},
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 		},
-	}
+	})
 	// The namespace's default ServiceAccount, which admission needs, comes a moment after it.
 	Eventually(func() error { return k8s.Create(ctx, pod) }).Should(Succeed())
 	Eventually(func() corev1.PodPhase {

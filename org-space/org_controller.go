@@ -102,7 +102,7 @@ func orgNamespace(org *cfv1alpha1.CFOrg) subnamespace {
 	return subnamespace{
 		parent:      org.Namespace,
 		name:        org.Name,
-		labels:      withPodSecurity(map[string]string{cfv1alpha1.OrgGUIDLabel: org.Name}),
+		labels:      map[string]string{cfv1alpha1.OrgGUIDLabel: org.Name},
 		annotations: map[string]string{cfv1alpha1.OrgNameAnnotation: org.Spec.DisplayName},
 	}
 }

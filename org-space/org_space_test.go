@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	hncv1alpha2 "sigs.k8s.io/hierarchical-namespaces/api/v1alpha2"
@@ -45,31 +44,6 @@ var _ = Describe("Orgs and spaces", func() {
 		Expect(spaceNS.Labels).To(HaveKeyWithValue(org.Name+".tree.hnc.x-k8s.io/depth", "1"))
 		Expect(spaceNS.Labels).To(HaveKeyWithValue(root+".tree.hnc.x-k8s.io/depth", "2"))
 		Expect(spaceNS.Annotations).To(HaveKeyWithValue(cfv1alpha1.SpaceNameAnnotation, "dev"))
-	})
-
-	// Review 3, N5 and issue 38: the apiserver, not only cf-hnc's policies, keeps privileged
-	// pods, host namespaces and hostPaths out of the tree.
-	It("has the apiserver enforce the restricted Pod Security Standard in org and space namespaces", func(ctx SpecContext) {
-		org := createOrg(ctx, "Org "+string(uuid.NewUUID()))
-		space := createSpace(ctx, org.Name, "dev")
-		for _, name := range []string{org.Name, space.Name} {
-			Expect(namespace(ctx, name).Labels).To(And(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"),
-				HaveKeyWithValue("pod-security.kubernetes.io/enforce-version", "latest")), name)
-		}
-		Eventually(func() error {
-			return k8s.Get(ctx, client.ObjectKey{Namespace: space.Name, Name: "default"}, &corev1.ServiceAccount{})
-		}).Should(Succeed())
-		restricted := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: space.Name, Name: "instance"}, Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-			Containers: []corev1.Container{{Name: "app", Image: "registry.local/droplet", SecurityContext: &corev1.SecurityContext{
-				AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
-		}}
-		Expect(k8s.Create(ctx, restricted.DeepCopy(), client.DryRunAll)).To(Succeed())
-		privileged := restricted.DeepCopy()
-		privileged.Spec.HostPID = true
-		privileged.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-		privileged.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
-		Expect(k8s.Create(ctx, privileged, client.DryRunAll)).To(MatchError(ContainSubstring(`violates PodSecurity "restricted:latest"`)))
 	})
 
 	It("leaves writing the namespaces to HNC, which puts their GUID labels back when somebody changes them", func(ctx SpecContext) {

@@ -141,10 +141,10 @@ func spaceNamespace(space *cfv1alpha1.CFSpace) subnamespace {
 	return subnamespace{
 		parent: space.Namespace,
 		name:   space.Name,
-		labels: withPodSecurity(map[string]string{
+		labels: map[string]string{
 			cfv1alpha1.OrgGUIDLabel:   space.Namespace,
 			cfv1alpha1.SpaceGUIDLabel: space.Name,
-		}),
+		},
 		annotations: map[string]string{cfv1alpha1.SpaceNameAnnotation: space.Spec.DisplayName},
 	}
 }

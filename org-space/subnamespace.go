@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	psaapi "k8s.io/pod-security-admission/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -48,22 +47,6 @@ const operatorRecheck = time.Minute
 var AnchorSelector = labels.SelectorFromSet(anchorLabels)
 
 var anchorLabels = labels.Set{"app.kubernetes.io/managed-by": "cf-hnc"}
-
-// podSecurity are the labels with which the apiserver enforces the restricted Pod Security
-// Standard on every pod of an org's or a space's namespace: app instances (processes) and
-// kpack's build pods meet it, so that neither a tenant's workload nor a compromised manager may
-// run a privileged pod, a host namespace or a hostPath there. They are managed labels like the
-// GUIDs (config/hnc), which HNC writes and puts back; cf-hnc asks for them on every anchor.
-var podSecurity = map[string]string{
-	psaapi.EnforceLevelLabel:   string(psaapi.LevelRestricted),
-	psaapi.EnforceVersionLabel: psaapi.VersionLatest,
-}
-
-// withPodSecurity is labels and podSecurity.
-func withPodSecurity(labels map[string]string) map[string]string {
-	maps.Copy(labels, podSecurity)
-	return labels
-}
 
 // subnamespace is what orgs and spaces share: a namespace that HNC makes from an anchor in
 // the parent namespace, with the labels and annotations that cf-hnc asks for on the anchor.

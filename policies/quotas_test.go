@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cfv1alpha1 "code.cloudfoundry.org/cf-hnc/api/v1alpha1"
+	"code.cloudfoundry.org/cf-hnc/internal/cftest"
 )
 
 var _ = Describe("The default quotas (N12)", Ordered, ContinueOnFailure, func() {
@@ -64,7 +65,7 @@ var _ = Describe("The default quotas (N12)", Ordered, ContinueOnFailure, func() 
 		pod.Spec.InitContainers = []corev1.Container{{Name: "step", Image: "busybox",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 				Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}}
-		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		Expect(k8s.Create(ctx, cftest.Restricted(pod))).To(Succeed())
 		Expect(pod.Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("125m"), "1 CPU per 8 GiB of 1 GiB")
 		Expect(pod.Spec.InitContainers[0].Resources.Requests.Cpu().String()).To(Equal("15m"), "of 128 MiB")
 
@@ -201,16 +202,16 @@ func used(ctx context.Context, namespace, quota string, counted corev1.ResourceN
 }
 
 // unschedulablePod is a pod, as an administrator makes it, that no node takes, with requests and
-// limits.
+// limits, restricted as the tree's Pod Security Standard asks.
 func unschedulablePod(namespace string, resources corev1.ResourceList) *corev1.Pod {
-	return &corev1.Pod{
+	return cftest.Restricted(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name("hold")},
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{"example.org/no-such-node": "true"},
 			Containers: []corev1.Container{{Name: "hold", Image: "busybox",
 				Resources: corev1.ResourceRequirements{Requests: resources, Limits: resources}}},
 		},
-	}
+	})
 }
 
 // BeNotFound matches a NotFound error.

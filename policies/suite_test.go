@@ -83,6 +83,21 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		}
 	}).Should(Succeed())
 
+	By("waiting until the apiserver runs the mutating policy of the tree's Pod Security labels")
+	probe := createOrg(ctx)
+	Eventually(func(g Gomega) {
+		ns := &corev1.Namespace{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: probe}, ns)).To(Succeed())
+		if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+			// Any write of a tree namespace brings the labels once the policy is loaded.
+			patch := client.MergeFrom(ns.DeepCopy())
+			ns.Labels["cf-hnc.test/touched"] = time.Now().Format("150405.000000")
+			g.Expect(k8s.Patch(ctx, ns, patch)).To(Succeed())
+		}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: probe}, ns)).To(Succeed())
+		g.Expect(ns.Labels).To(HaveKeyWithValue("pod-security.kubernetes.io/enforce", "restricted"))
+	}).Should(Succeed())
+
 	By("waiting until the root's default quotas are in force")
 	for _, name := range []string{spaceQuota, orgQuota} {
 		Eventually(inForce(ctx, root, name)).ShouldNot(BeEmpty(), name)

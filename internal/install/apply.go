@@ -26,7 +26,8 @@ const FieldOwner = client.FieldOwner("cf-hnc-install")
 // deleted is waited for), then CRDs, which it waits to be established so that objects of their
 // kinds can follow, then everything else in the built order, and webhook configurations last:
 // they fail closed, and go in only once what they protect is in place. Last it deletes what
-// earlier releases installed that grants access this one no longer gives (retired).
+// earlier releases installed that grants access this one no longer gives (retired), and puts
+// the restricted Pod Security Standard's labels on the tree's namespaces that lack them.
 func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
 	ordered := slices.Clone(objs)
 	slices.SortStableFunc(ordered, func(a, b *unstructured.Unstructured) int { return applyRank(a) - applyRank(b) })
@@ -47,7 +48,10 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 			return fmt.Errorf("applying %s: %w", describe(obj), err)
 		}
 	}
-	return deleteRetired(ctx, c)
+	if err := deleteRetired(ctx, c); err != nil {
+		return err
+	}
+	return enforcePodSecurity(ctx, c)
 }
 
 const crdRank = 1
